@@ -1,0 +1,101 @@
+"""The one BM25 of the project, in pure Python (the reference every fast path is checked against).
+
+Formula (seed 000, "Standard BM25"):
+
+    score(d, q) = sum over unique query terms t of
+                  idf(t) * tf(t, d) * (k1 + 1) / (tf(t, d) + k1 * (1 - b + b * |d| / avgdl))
+    idf(t)      = log((N - df(t) + 0.5) / (df(t) + 0.5) + 1)
+
+Query terms are de-duplicated (the seed counts cost in *unique* query terms); terms outside the
+corpus vocabulary add nothing. Scoring walks an inverted index, which gives the same numbers as
+scoring every document against every term, with zero for documents that share no term.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+DEFAULT_K1 = 1.5
+DEFAULT_B = 0.75
+
+
+def bm25_idf(n_docs: int, df: int) -> float:
+    """Seed 000's idf: ``log((N - df + 0.5) / (df + 0.5) + 1)``, always positive (Lucene's variant)."""
+    return math.log((n_docs - df + 0.5) / (df + 0.5) + 1.0)
+
+
+def validate_bm25_params(k1: float, b: float) -> None:
+    """Raise ``ValueError`` unless ``k1 >= 0`` and ``0 <= b <= 1`` (both finite)."""
+    if not (isinstance(k1, int | float) and math.isfinite(k1) and k1 >= 0):
+        raise ValueError(f"BM25 k1 must be a finite number >= 0, got {k1!r}")
+    if not (isinstance(b, int | float) and 0.0 <= b <= 1.0):
+        raise ValueError(f"BM25 b must be a number in [0, 1], got {b!r}")
+
+
+def unique_terms(tokens: Iterable[str]) -> list[str]:
+    """Query tokens de-duplicated, first occurrence order kept (so sums run in a fixed order)."""
+    return list(dict.fromkeys(tokens))
+
+
+class BM25Index:
+    """Pure-Python BM25 over pre-tokenised documents.
+
+    ``fit`` replaces the whole index; ``scores`` and ``top_k`` do not mutate it, so concurrent
+    queries on a built index are safe.
+    """
+
+    def __init__(self, k1: float = DEFAULT_K1, b: float = DEFAULT_B):
+        validate_bm25_params(k1, b)
+        self.k1 = k1
+        self.b = b
+        self.corpus: list[list[str]] = []
+        self.idf: dict[str, float] = {}
+        self.avg_dl: float = 0.0
+        self._postings: dict[str, list[tuple[int, int]]] = {}
+        self._length_norm: list[float] = []
+
+    def fit(self, corpus_tokens: Sequence[list[str]]) -> BM25Index:
+        """Index documents given as token lists; an empty corpus leaves an empty index."""
+        self.corpus = list(corpus_tokens)
+        self.idf, self._postings, self._length_norm = {}, {}, []
+        self.avg_dl = 0.0
+        if not self.corpus:
+            return self
+        n_docs = len(self.corpus)
+        lengths = [len(doc) for doc in self.corpus]
+        self.avg_dl = sum(lengths) / n_docs
+        for doc_index, doc in enumerate(self.corpus):
+            for term, tf in Counter(doc).items():
+                self._postings.setdefault(term, []).append((doc_index, tf))
+        self.idf = {term: bm25_idf(n_docs, len(posting)) for term, posting in self._postings.items()}
+        # avg_dl is 0 only when every document is empty; then no term matches and the norm is unused.
+        avg_dl = self.avg_dl or 1.0
+        self._length_norm = [self.k1 * (1.0 - self.b + self.b * length / avg_dl) for length in lengths]
+        return self
+
+    def __len__(self) -> int:
+        return len(self.corpus)
+
+    def scores(self, query_tokens: Iterable[str]) -> list[float]:
+        """BM25 score of every document for the query, in document order."""
+        scores = [0.0] * len(self.corpus)
+        k1_plus_1 = self.k1 + 1.0
+        norm = self._length_norm
+        for term in unique_terms(query_tokens):
+            idf = self.idf.get(term)
+            if idf is None:
+                continue
+            for doc_index, tf in self._postings[term]:
+                scores[doc_index] += idf * tf * k1_plus_1 / (tf + norm[doc_index])
+        return scores
+
+    def top_k(self, query_tokens: Iterable[str], k: int) -> list[tuple[int, float]]:
+        """``[(doc_index, score), ...]`` best first, ties by lower doc index, at most ``k`` long."""
+        if not self.corpus or k <= 0:
+            return []
+        scores = self.scores(query_tokens)
+        best = heapq.nlargest(k, range(len(scores)), key=scores.__getitem__)
+        return [(doc_index, scores[doc_index]) for doc_index in best]
