@@ -1,0 +1,217 @@
+"""BM25 on a sparse matrix: the same numbers as ``BM25Index``, scored for a batch of queries at once.
+
+``fit`` precomputes every (term, document) weight of the seed-000 formula once (eager scoring, as
+bm25s does), with the same float64 operations in the same order as ``BM25Index.scores``, so each
+weight is bit-identical to the reference's. ``scores`` sums a query's weight rows with a sparse
+product; ``top_k_batch`` runs a compiled kernel (numba, parallel over queries) that walks the posting
+lists of each query's terms and keeps the k best documents in a heap, so no dense score matrix is
+built. Terms are summed in vocabulary order rather than query order, which moves a score by at most
+a few ulps (tests check 1e-9 and identical rankings).
+
+``save`` writes the CSR arrays as ``.npy`` so ``SparseBM25.load(dir, mmap=True)`` can serve corpora
+larger than memory from the page cache.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from retrieval.core.bm25 import DEFAULT_B, DEFAULT_K1, bm25_idf, unique_terms, validate_bm25_params
+
+_ARRAYS = ("data", "indices", "indptr")
+
+
+# The kernel of ``top_k_batch``: every BM25 weight is > 0 (idf > 0, tf >= 1), so a score of 0.0 means
+# "not touched yet"; untouched documents tie at 0.0 and fill a short result lowest index first, as
+# ``heapq.nlargest`` does. The heap's root is the worst kept (lowest score, then highest doc index).
+
+
+@numba.njit(cache=True, inline="always")
+def _worse(score_a: float, doc_a: int, score_b: float, doc_b: int) -> bool:
+    return score_a < score_b or (score_a == score_b and doc_a > doc_b)
+
+
+@numba.njit(cache=True)
+def _sift_down(heap_scores, heap_docs, size, pos):  # type: ignore[no-untyped-def]
+    while True:
+        child = 2 * pos + 1
+        if child >= size:
+            return
+        right = child + 1
+        if right < size and _worse(
+            heap_scores[right], heap_docs[right], heap_scores[child], heap_docs[child]
+        ):
+            child = right
+        if not _worse(heap_scores[child], heap_docs[child], heap_scores[pos], heap_docs[pos]):
+            return
+        heap_scores[pos], heap_scores[child] = heap_scores[child], heap_scores[pos]
+        heap_docs[pos], heap_docs[child] = heap_docs[child], heap_docs[pos]
+        pos = child
+
+
+@numba.njit(cache=True)
+def _push(heap_scores, heap_docs, size, score, doc):  # type: ignore[no-untyped-def]
+    heap_scores[size], heap_docs[size] = score, doc
+    pos = size
+    while pos > 0:
+        parent = (pos - 1) // 2
+        if not _worse(heap_scores[pos], heap_docs[pos], heap_scores[parent], heap_docs[parent]):
+            break
+        heap_scores[pos], heap_scores[parent] = heap_scores[parent], heap_scores[pos]
+        heap_docs[pos], heap_docs[parent] = heap_docs[parent], heap_docs[pos]
+        pos = parent
+
+
+@numba.njit(cache=True, parallel=True)
+def _top_k_kernel(indptr, indices, data, query_indptr, query_terms, n_docs, out_docs, out_scores):  # type: ignore[no-untyped-def]
+    n_queries, k = out_docs.shape
+    n_chunks = min(n_queries, numba.get_num_threads())
+    for chunk in numba.prange(n_chunks):
+        scores = np.zeros(n_docs)
+        touched = np.empty(n_docs, dtype=np.int64)
+        heap_scores = np.empty(k)
+        heap_docs = np.empty(k, dtype=np.int64)
+        for query in range(chunk * n_queries // n_chunks, (chunk + 1) * n_queries // n_chunks):
+            n_touched = 0
+            for term_pos in range(query_indptr[query], query_indptr[query + 1]):
+                term = query_terms[term_pos]
+                for posting in range(indptr[term], indptr[term + 1]):
+                    doc = indices[posting]
+                    if scores[doc] == 0.0:
+                        touched[n_touched] = doc
+                        n_touched += 1
+                    scores[doc] += data[posting]
+            size = 0
+            for pos in range(n_touched):
+                doc = touched[pos]
+                if size < k:
+                    _push(heap_scores, heap_docs, size, scores[doc], doc)
+                    size += 1
+                elif _worse(heap_scores[0], heap_docs[0], scores[doc], doc):
+                    heap_scores[0], heap_docs[0] = scores[doc], doc
+                    _sift_down(heap_scores, heap_docs, size, 0)
+            doc = 0
+            while size < k:
+                if scores[doc] == 0.0:
+                    _push(heap_scores, heap_docs, size, 0.0, doc)
+                    size += 1
+                doc += 1
+            for pos in range(n_touched):
+                scores[touched[pos]] = 0.0
+            for pos in range(k - 1, -1, -1):  # pop the worst first, so the row ends best first
+                out_scores[query, pos], out_docs[query, pos] = heap_scores[0], heap_docs[0]
+                heap_scores[0], heap_docs[0] = heap_scores[pos], heap_docs[pos]
+                _sift_down(heap_scores, heap_docs, pos, 0)
+
+
+class SparseBM25:
+    """Eager sparse BM25 (seed-000 formula, ``retrieval.core.tokenize`` tokens), equal to ``BM25Index``.
+
+    ``weights`` is a ``(n_terms, n_docs)`` float64 CSR matrix (one posting list per row);
+    ``vocabulary`` maps a term to its row. ``fit`` replaces the whole index; queries never mutate it.
+    """
+
+    def __init__(self, k1: float = DEFAULT_K1, b: float = DEFAULT_B):
+        validate_bm25_params(k1, b)
+        self.k1 = k1
+        self.b = b
+        self.vocabulary: dict[str, int] = {}
+        self.weights: sp.csr_matrix = sp.csr_matrix((0, 0), dtype=np.float64)
+        self.avg_dl: float = 0.0
+
+    @property
+    def n_docs(self) -> int:
+        return self.weights.shape[1]
+
+    def __len__(self) -> int:
+        return self.n_docs
+
+    def fit(self, corpus_tokens: Sequence[list[str]]) -> SparseBM25:
+        """Index documents given as token lists (the input of ``BM25Index.fit``)."""
+        n_docs = len(corpus_tokens)
+        vocabulary: dict[str, int] = {}
+        term_ids = np.fromiter(
+            (vocabulary.setdefault(term, len(vocabulary)) for doc in corpus_tokens for term in doc),
+            dtype=np.int64,
+        )
+        lengths = np.fromiter((len(doc) for doc in corpus_tokens), dtype=np.int64, count=n_docs)
+        doc_ids = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
+        # Duplicate (term, doc) pairs are summed into term frequencies by the COO -> CSR conversion.
+        tf = sp.csr_matrix(
+            (np.ones(len(term_ids)), (term_ids, doc_ids)), shape=(len(vocabulary), n_docs), dtype=np.float64
+        )
+        tf.sum_duplicates()
+        self.vocabulary = vocabulary
+        self.avg_dl = int(lengths.sum()) / n_docs if n_docs else 0.0
+        # Same operations, same order as BM25Index.fit / .scores, so each weight is bit-identical.
+        avg_dl = self.avg_dl or 1.0
+        length_norm = self.k1 * (1.0 - self.b + self.b * lengths.astype(np.float64) / avg_dl)
+        idf = np.array([bm25_idf(n_docs, int(df)) for df in np.diff(tf.indptr)], dtype=np.float64)
+        row_idf = np.repeat(idf, np.diff(tf.indptr))
+        tf.data = row_idf * tf.data * (self.k1 + 1.0) / (tf.data + length_norm[tf.indices])
+        self.weights = tf
+        return self
+
+    def _query_matrix(self, queries: Sequence[Iterable[str]]) -> sp.csr_matrix:
+        """0/1 matrix ``(n_queries, n_terms)`` of each query's de-duplicated terms known to the index."""
+        indptr = [0]
+        columns: list[int] = []
+        lookup = self.vocabulary.get
+        for tokens in queries:
+            columns.extend(sorted(c for c in map(lookup, unique_terms(tokens)) if c is not None))
+            indptr.append(len(columns))
+        return sp.csr_matrix(
+            (np.ones(len(columns)), np.asarray(columns, dtype=np.int32), np.asarray(indptr, dtype=np.int64)),
+            shape=(len(queries), self.weights.shape[0]),
+        )
+
+    def scores(self, query_tokens: Iterable[str]) -> np.ndarray:
+        """BM25 score of every document for one query, in document order (float64)."""
+        return (self._query_matrix([query_tokens]) @ self.weights).toarray()[0]
+
+    def top_k_batch(self, queries_tokens: Sequence[Iterable[str]], k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` documents of each query: ``(indices, scores)`` of shape ``(n_queries, min(k, n_docs))``.
+
+        Rows are best first, ties by lower doc index: row ``i`` equals ``BM25Index.top_k(queries[i], k)``.
+        The first call in a process loads (or, the very first time, compiles) the numba kernel.
+        """
+        width = max(0, min(k, self.n_docs))
+        docs = np.zeros((len(queries_tokens), width), dtype=np.int64)
+        scores = np.zeros((len(queries_tokens), width), dtype=np.float64)
+        if width and len(queries_tokens):
+            queries = self._query_matrix(queries_tokens)
+            w = self.weights
+            _top_k_kernel(
+                w.indptr, w.indices, w.data, queries.indptr, queries.indices, self.n_docs, docs, scores
+            )
+        return docs, scores
+
+    def save(self, directory: str | Path) -> None:
+        """Write the index to ``directory``: CSR arrays as ``.npy``, parameters and vocabulary as JSON."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        for name in _ARRAYS:
+            np.save(directory / f"{name}.npy", getattr(self.weights, name))
+        terms = sorted(self.vocabulary, key=self.vocabulary.__getitem__)
+        meta = {"k1": self.k1, "b": self.b, "avg_dl": self.avg_dl, "shape": list(self.weights.shape)}
+        (directory / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+        (directory / "vocabulary.json").write_text(json.dumps(terms, ensure_ascii=False), encoding="utf-8")
+
+    @classmethod
+    def load(cls, directory: str | Path, mmap: bool = True) -> SparseBM25:
+        """Read an index written by ``save``; with ``mmap`` the arrays stay on disk, paged in on use."""
+        directory = Path(directory)
+        meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
+        terms = json.loads((directory / "vocabulary.json").read_text(encoding="utf-8"))
+        arrays = [np.load(directory / f"{name}.npy", mmap_mode="r" if mmap else None) for name in _ARRAYS]
+        index = cls(k1=meta["k1"], b=meta["b"])
+        index.avg_dl = meta["avg_dl"]
+        index.vocabulary = {term: row for row, term in enumerate(terms)}
+        index.weights = sp.csr_matrix(tuple(arrays), shape=tuple(meta["shape"]), copy=False)
+        return index

@@ -1,0 +1,103 @@
+"""The ``Embedder`` contract, its errors, and the output checks every embedder goes through.
+
+An embedder turns texts into a float32 matrix whose rows are L2-normalised, so a dot product is a
+cosine. A text with no usable token (empty string, no known term) gives a zero row: its cosine with
+anything is 0.0, as ``retrieval.core.cosine`` defines it. NaN, infinity or a wrong shape are bugs of
+the model or the adapter and raise ``EmbedderError`` instead of silently producing wrong rankings.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+
+class EmbedderError(RuntimeError):
+    """An embedder was misused (not fitted, bad parameter) or produced invalid vectors."""
+
+
+class EmbedderUnavailable(EmbedderError):
+    """The package or the model weights of an embedder are not available on this machine."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What retrieval code needs from an embedding model (see docs/ARCHITECTURE.md)."""
+
+    name: str
+    params: dict[str, Any]
+    dim: int
+
+    def fit(self, texts: Sequence[str]) -> Embedder: ...
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def finish_embeddings(matrix: Any, n_texts: int, dim: int, name: str) -> np.ndarray:
+    """Check a raw model output and return it as C-contiguous float32 with L2-normalised rows.
+
+    Raises ``EmbedderError`` naming the embedder when the shape is not ``(n_texts, dim)`` or a value is
+    not finite. Zero rows stay zero.
+    """
+    matrix = np.asarray(matrix, dtype=np.float32)
+    if matrix.shape != (n_texts, dim):
+        raise EmbedderError(
+            f"embedder {name!r} returned shape {matrix.shape} for {n_texts} texts; "
+            f"expected ({n_texts}, {dim})"
+        )
+    bad_rows = np.flatnonzero(~np.isfinite(matrix).all(axis=1))
+    if bad_rows.size:
+        raise EmbedderError(
+            f"embedder {name!r} returned NaN or infinite values for text #{bad_rows[0]} "
+            f"({bad_rows.size} texts in all)"
+        )
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    unit = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    return np.ascontiguousarray(unit, dtype=np.float32)
+
+
+class BaseEmbedder(ABC):
+    """Shared ``embed``: empty input, output checks and normalisation around a model's ``_encode``.
+
+    Subclasses set ``name``, ``params`` and ``dim`` and implement ``_encode(texts) -> raw matrix``.
+    ``fit`` is a no-op for pretrained models.
+    """
+
+    name: str
+    params: dict[str, Any]
+    dim: int
+
+    def fit(self, texts: Sequence[str]) -> BaseEmbedder:
+        """Pretrained models learn nothing from the corpus."""
+        return self
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` into a float32 ``(len(texts), dim)`` matrix of unit (or zero) rows."""
+        if isinstance(texts, str):
+            raise TypeError(f"embedder {self.name!r} takes a sequence of texts, not a single string")
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return finish_embeddings(self._encode(texts), len(texts), self.dim, self.name)
+
+    @abstractmethod
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        """Raw vectors of ``texts`` (any float dtype, normalised or not)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.params})"
+
+
+def check_positive_int(key: str, value: Any) -> None:
+    """Raise ``EmbedderError`` naming ``key`` unless ``value`` is a positive integer."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise EmbedderError(f"{key} must be a positive integer, got {value!r}")
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (library errors can span many lines)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

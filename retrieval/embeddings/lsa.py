@@ -1,0 +1,77 @@
+"""Corpus-fitted LSA: TF-IDF (sublinear tf) + truncated SVD, learnt on the corpus being searched.
+
+It needs no downloaded weights and works in any language the analyzer tokenises, Arabic included.
+Because it learns from the searched corpus it is not a pretrained model: its ``params`` say
+``corpus_fitted=True`` so results tables can label it (Deerwester et al., JASIS 1990).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from retrieval.core import analyzer
+from retrieval.embeddings.base import BaseEmbedder, EmbedderError, check_positive_int, first_line
+
+DEFAULT_DIM = 256
+
+
+class LSAEmbedder(BaseEmbedder):
+    """TF-IDF over ``retrieval.core.analyzer`` tokens, projected on the top ``dim`` singular vectors.
+
+    ``fit(texts)`` must run before ``embed``. When the corpus has fewer than ``dim`` documents or
+    terms, the extra components are zero columns, so ``dim`` and every cosine stay as they would be.
+    """
+
+    def __init__(
+        self,
+        dim: int = DEFAULT_DIM,
+        normalization: str = "none",
+        stemmer: str | None = None,
+        sublinear_tf: bool = True,
+        random_state: int = 0,
+    ):
+        check_positive_int("lsa dim", dim)
+        self._analyze = analyzer(normalization, stemmer)  # validates normalization early
+        self.name = "lsa"
+        self.dim = dim
+        self.params = {
+            "corpus_fitted": True,
+            "dim": dim,
+            "normalization": normalization,
+            "stemmer": stemmer,
+            "sublinear_tf": sublinear_tf,
+            "random_state": random_state,
+        }
+        self.n_components = 0
+        self._vectorizer = None
+        self._svd = None
+
+    def fit(self, texts: Sequence[str]) -> LSAEmbedder:
+        """Learn the vocabulary, idf and SVD basis from ``texts`` (the corpus to be searched)."""
+        from sklearn.decomposition import TruncatedSVD
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        texts = list(texts)
+        vectorizer = TfidfVectorizer(analyzer=self._analyze, sublinear_tf=self.params["sublinear_tf"])
+        try:
+            tfidf = vectorizer.fit_transform(texts)
+        except ValueError as exc:  # empty corpus or no token at all
+            raise EmbedderError(f"lsa cannot be fitted on this corpus: {first_line(exc)}") from exc
+        # TruncatedSVD needs n_components < number of terms; a corpus of n docs has rank <= n.
+        self.n_components = min(self.dim, tfidf.shape[1] - 1, tfidf.shape[0])
+        if self.n_components < 1:
+            raise EmbedderError(f"lsa needs at least 2 distinct terms to fit, got {tfidf.shape[1]}")
+        svd = TruncatedSVD(n_components=self.n_components, random_state=self.params["random_state"])
+        svd.fit(tfidf)
+        self._vectorizer, self._svd = vectorizer, svd
+        return self
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        if self._svd is None:
+            raise EmbedderError("lsa embedder is not fitted; call fit(corpus_texts) before embed()")
+        reduced = self._svd.transform(self._vectorizer.transform(texts))
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        out[:, : self.n_components] = reduced
+        return out

@@ -1,0 +1,41 @@
+"""``load_embedder(name, **params)``: build an embedder from a plain name and parameter dict (grid cells)."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+from typing import Any
+
+from retrieval.embeddings.base import Embedder, EmbedderError
+
+# name -> (module, class); modules are imported only when their embedder is asked for.
+EMBEDDERS: dict[str, tuple[str, str]] = {
+    "wordllama": ("retrieval.embeddings.wordllama", "WordLlamaEmbedder"),
+    "lsa": ("retrieval.embeddings.lsa", "LSAEmbedder"),
+    "sentence-transformers": ("retrieval.embeddings.adapters", "SentenceTransformerEmbedder"),
+    "fastembed": ("retrieval.embeddings.adapters", "FastEmbedEmbedder"),
+    "model2vec": ("retrieval.embeddings.adapters", "Model2VecEmbedder"),
+}
+
+
+def load_embedder(name: str, **params: Any) -> Embedder:
+    """Build the embedder registered as ``name`` with ``params``.
+
+    Unknown names or parameters raise ``EmbedderError`` listing what is accepted; a missing package or
+    model raises ``EmbedderUnavailable``.
+    """
+    if name not in EMBEDDERS:
+        close = difflib.get_close_matches(name, EMBEDDERS, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise EmbedderError(f"unknown embedder {name!r}{hint}; known: {', '.join(EMBEDDERS)}")
+    module, class_name = EMBEDDERS[name]
+    cls = getattr(importlib.import_module(module), class_name)
+    accepted = list(inspect.signature(cls).parameters)
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise EmbedderError(
+            f"embedder {name!r} has no parameter {', '.join(map(repr, unknown))}; "
+            f"accepted: {', '.join(accepted)}"
+        )
+    return cls(**params)

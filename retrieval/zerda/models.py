@@ -1,0 +1,88 @@
+"""Chunk shapes and the scored-chunk wrapper shared by every zerda retriever (seed 000).
+
+``ScoredChunk`` wraps any chunk object: zerda's own ``DocumentChunk`` (metadata is a ``ChunkMetadata``
+dataclass), a LangChain ``Document`` (``page_content``, ``id``, dict metadata) or a hand-built object.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field, is_dataclass
+from typing import Any
+
+
+@dataclass
+class ChunkMetadata:
+    """Metadata of a zerda chunk (the ``zerda.chunks`` shape): a dataclass, not a dict."""
+
+    doc_id: str = ""
+    source: str = ""
+    category: str | None = None
+    chunk_index: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class DocumentChunk:
+    """A piece of a document as zerda's chunkers produce it."""
+
+    text: str
+    doc_id: str = ""
+    chunk_id: str = ""
+    metadata: ChunkMetadata = field(default_factory=ChunkMetadata)
+
+
+def chunk_metadata_dict(metadata: Any) -> dict[str, Any]:
+    """Chunk metadata as a dict: a dict as is, a dataclass instance via ``asdict``, anything else ``{}``."""
+    if isinstance(metadata, dict):
+        return metadata
+    if is_dataclass(metadata) and not isinstance(metadata, type):
+        return asdict(metadata)
+    return {}
+
+
+def chunk_text(chunk: Any) -> str:
+    """``chunk.text``, else ``chunk.page_content`` (LangChain), else ``""``."""
+    text = getattr(chunk, "text", None)
+    if text is None:
+        text = getattr(chunk, "page_content", None)
+    return text if text is not None else ""
+
+
+def content_hash(text: str) -> str:
+    """SHA-256 hex of ``text`` lower-cased with whitespace collapsed: the hybrid merge key."""
+    return hashlib.sha256(" ".join(text.lower().split()).encode("utf-8")).hexdigest()
+
+
+@dataclass
+class ScoredChunk:
+    """A chunk with the per-method scores the retrievers and ``HybridRetriever`` assign.
+
+    ``rrf_score`` records the raw accumulated RRF score of the last hybrid fusion (0.0 before one),
+    so the bonus stays observable even when ``rrf_order="as_documented"`` discards it.
+    """
+
+    chunk: Any
+    vector_score: float = 0.0
+    keyword_score: float = 0.0
+    metadata_score: float = 0.0
+    composite_score: float = 0.0
+    rrf_score: float = 0.0
+
+    @property
+    def text(self) -> str:
+        return chunk_text(self.chunk)
+
+    @property
+    def doc_id(self) -> Any:
+        """``chunk.doc_id``, else ``chunk.id``, else ``None``."""
+        doc_id = getattr(self.chunk, "doc_id", None)
+        return doc_id if doc_id is not None else getattr(self.chunk, "id", None)
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return chunk_metadata_dict(getattr(self.chunk, "metadata", None))
+
+    @property
+    def content_hash(self) -> str:
+        return content_hash(self.text)

@@ -1,0 +1,54 @@
+"""Shared fixtures: the read-only data folder ``../shared`` beside the repository, and small loaders."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SHARED_DIR = Path(__file__).resolve().parents[1] / ".." / "shared"
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """``<repo>/../shared``; tests that need it skip with a clear message when it is absent."""
+    if not SHARED_DIR.is_dir():
+        pytest.skip(f"shared data folder not found at {SHARED_DIR.resolve()} (expected beside the repository)")
+    return SHARED_DIR
+
+
+@dataclass(frozen=True)
+class BeirCorpus:
+    """A BEIR collection read straight from its jsonl files (title + " " + text, as BEIR does)."""
+
+    doc_ids: list[str]
+    texts: list[str]
+    queries: dict[str, str]
+    test_query_ids: list[str]
+
+
+def read_beir(folder: Path) -> BeirCorpus:
+    """Read ``corpus.jsonl``, ``queries.jsonl`` and the query ids of ``qrels/test.tsv`` of a BEIR folder."""
+    doc_ids, texts = [], []
+    with (folder / "corpus.jsonl").open(encoding="utf-8") as lines:
+        for line in lines:
+            record = json.loads(line)
+            doc_ids.append(record["_id"])
+            texts.append(f"{record.get('title', '')} {record['text']}".strip())
+    with (folder / "queries.jsonl").open(encoding="utf-8") as lines:
+        queries = {record["_id"]: record["text"] for record in map(json.loads, lines)}
+    with (folder / "qrels" / "test.tsv").open(encoding="utf-8") as lines:
+        next(lines)  # header
+        test_query_ids = list(dict.fromkeys(line.split("\t")[0] for line in lines if line.strip()))
+    return BeirCorpus(doc_ids, texts, queries, test_query_ids)
+
+
+@pytest.fixture(scope="session")
+def scifact(shared_dir: Path) -> BeirCorpus:
+    """BEIR SciFact (5,183 documents, 1,109 queries, 300 test queries) from ``../shared/datasets/beir-scifact``."""
+    folder = shared_dir / "datasets" / "beir-scifact"
+    if not (folder / "corpus.jsonl").is_file():
+        pytest.skip(f"SciFact not found under {folder.resolve()}")
+    return read_beir(folder)

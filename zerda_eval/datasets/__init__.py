@@ -1,0 +1,24 @@
+"""Test collections by ``ir_datasets`` id, offline: bundled sets, our registered ids, a user's folder.
+
+Importing this package registers ``quranqa23/taskA/{train,dev,train+dev}``, ``tydiqa-goldp/ar/dev``
+and ``xquad/ar`` with ``ir_datasets.registry``; ``load_collection`` seeds ir_datasets' cache for
+``beir/scifact/*``, ``cranfield`` and ``vaswani`` from the shared files on first use.
+"""
+
+from zerda_eval.datasets.collection import NO_ANSWER_ID, Collection
+from zerda_eval.datasets.listing import list_datasets
+from zerda_eval.datasets.loader import load_collection
+from zerda_eval.datasets.registry import BUNDLED, register_datasets
+
+register_datasets()
+
+BUNDLED_IDS = tuple(BUNDLED)
+
+__all__ = [
+    "BUNDLED_IDS",
+    "NO_ANSWER_ID",
+    "Collection",
+    "list_datasets",
+    "load_collection",
+    "register_datasets",
+]

@@ -1,0 +1,68 @@
+"""The in-memory test collection every system and measure of the harness works on."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from zerda_eval.errors import DataFormatError
+
+NO_ANSWER_ID = "-1"
+
+
+@dataclass(frozen=True)
+class Collection:
+    """Corpus, queries and qrels of one dataset, with the protocol options they were loaded under.
+
+    Collections are cached per process and shared: treat every field as read-only.
+    """
+
+    id: str
+    language: str
+    doc_ids: list[str]
+    texts: list[str]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+    no_answer_qids: frozenset[str] = frozenset()
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def record_text(record: Any) -> str:
+    """ir_datasets' own text of a record (``default_text()``: BEIR's title + " " + text), else ``.text``."""
+    return record.default_text() if hasattr(record, "default_text") else record.text
+
+
+def build_collection(
+    dataset_id: str,
+    language: str,
+    docs: Iterable[Any],
+    queries: Iterable[Any],
+    qrels: Iterable[Any],
+    options: dict[str, Any],
+    relevance: Callable[[int], int | None] = lambda grade: grade,
+) -> Collection:
+    """Collect ir_datasets records into a ``Collection``.
+
+    ``relevance`` maps each raw grade to the protocol's grade, or to None to drop the pair. Queries
+    without any remaining judgement are left out, as trec_eval does; a question whose only judgement
+    is the document ``"-1"`` is a no-answer question (Qur'an QA 2023).
+    """
+    doc_ids: list[str] = []
+    texts: list[str] = []
+    seen: set[str] = set()
+    for doc in docs:
+        if doc.doc_id in seen:
+            raise DataFormatError(f"{dataset_id}: duplicate doc id {doc.doc_id!r}; doc ids must be unique")
+        seen.add(doc.doc_id)
+        doc_ids.append(doc.doc_id)
+        texts.append(record_text(doc))
+    judged: dict[str, dict[str, int]] = {}
+    for qrel in qrels:
+        grade = relevance(qrel.relevance)
+        if grade is not None:
+            judged.setdefault(qrel.query_id, {})[qrel.doc_id] = grade
+    query_texts = {q.query_id: record_text(q) for q in queries if q.query_id in judged}
+    qrels_in_order = {qid: judged[qid] for qid in query_texts}
+    no_answer = frozenset(qid for qid, docs_ in qrels_in_order.items() if set(docs_) == {NO_ANSWER_ID})
+    return Collection(dataset_id, language, doc_ids, texts, query_texts, qrels_in_order, no_answer, options)

@@ -1,0 +1,105 @@
+"""``load_collection``: any dataset id (bundled, ours, or ir_datasets') or a user's folder -> Collection."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import ir_datasets
+
+from zerda_eval.datasets import protocols
+from zerda_eval.datasets.collection import Collection, build_collection
+from zerda_eval.datasets.paths import ir_datasets_home
+from zerda_eval.datasets.registry import BUNDLED
+from zerda_eval.datasets.seeding import seed_cache
+from zerda_eval.datasets.user import USER_OPTIONS, load_user_collection
+from zerda_eval.errors import DatasetError, did_you_mean
+
+# What ir_datasets raises when a download fails: requests' ConnectionError is an OSError; several
+# failed mirrors give RuntimeError("All download sources failed", ...).
+_DOWNLOAD_ERRORS = (OSError, RuntimeError)
+
+
+def load_collection(dataset_id: str, **options: Any) -> Collection:
+    """Load ``dataset_id`` under its protocol ``options`` (see ``protocols``); cached per process.
+
+    With ``path=...`` (and ``format="beir"|"trec"``) the collection is a user's folder and
+    ``dataset_id`` only names it.
+    """
+    if "path" in options:
+        beir_format = options.get("format", "beir") == "beir"
+        resolved = protocols.resolve_options(dataset_id, options, extra=USER_OPTIONS, beir_format=beir_format)
+        return _cached_user(dataset_id, _freeze(resolved))
+    resolved = protocols.resolve_options(
+        dataset_id, options, extra=() if dataset_id in BUNDLED else ("language",)
+    )
+    return _cached(dataset_id, _freeze(resolved))
+
+
+def _freeze(options: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted((name, tuple(v) if isinstance(v, list) else v) for name, v in options.items()))
+
+
+def _thaw(frozen: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+    return {name: list(v) if isinstance(v, tuple) else v for name, v in frozen}
+
+
+@lru_cache(maxsize=32)
+def _cached_user(name: str, frozen: tuple[tuple[str, Any], ...]) -> Collection:
+    return load_user_collection(name, _thaw(frozen))
+
+
+@lru_cache(maxsize=32)
+def _cached(dataset_id: str, frozen: tuple[tuple[str, Any], ...]) -> Collection:
+    options = _thaw(frozen)
+    dataset = open_dataset(dataset_id)
+    for part in ("docs", "queries", "qrels"):
+        if not getattr(dataset, f"has_{part}")():
+            raise DatasetError(
+                f"ir_datasets id {dataset_id!r} has no {part}; pick an id with docs, queries and qrels"
+            )
+    language = options.pop("language", None) or _language(dataset_id, dataset)
+    relevance = (
+        protocols.cranfield_relevance if options.get("relevance") == "5-code" else (lambda grade: grade)
+    )
+    try:
+        return build_collection(
+            dataset_id,
+            language,
+            dataset.docs_iter(),
+            dataset.queries_iter(),
+            dataset.qrels_iter(),
+            options,
+            relevance,
+        )
+    except _DOWNLOAD_ERRORS as error:
+        raise DatasetError(_offline_message(dataset_id, error)) from None
+
+
+def open_dataset(dataset_id: str) -> Any:
+    """``ir_datasets.load(dataset_id)``, after seeding the cache for the bundled ids; one-line errors."""
+    try:
+        seed_cache(dataset_id)
+        return ir_datasets.load(dataset_id)
+    except KeyError:
+        hint = did_you_mean(dataset_id, ir_datasets.registry)
+        bundled = ", ".join(BUNDLED)
+        raise DatasetError(
+            f"unknown dataset id {dataset_id!r}{hint}; bundled: {bundled}; "
+            "or any id of `ir_datasets list`, or path=... for your own collection"
+        ) from None
+
+
+def _language(dataset_id: str, dataset: Any) -> str:
+    if dataset_id in BUNDLED:
+        return BUNDLED[dataset_id].language
+    return dataset.docs_lang() or "unknown"
+
+
+def _offline_message(dataset_id: str, error: BaseException) -> str:
+    folder = ir_datasets_home() / dataset_id.split("/")[0]
+    return (
+        f"dataset {dataset_id!r} is not available offline (ir_datasets' download failed: "
+        f"{type(error).__name__}); put its files in ir_datasets' cache under {folder} "
+        "(set IR_DATASETS_HOME to use another cache) or run once with network access"
+    )

@@ -1,0 +1,84 @@
+"""Protocol options of each dataset: defaults, validation, and the rules they switch on.
+
+Every option is explicit and ends up in ``Collection.options`` (hence in every result):
+
+- ``normalization`` ("none" | "light"): Arabic normalisation for the harness's own analyzers
+  (``retrieval.core.analyzer``); recorded here, applied by the systems. Default "none", the seed
+  tokenizer unchanged.
+- ``ignore_identical_ids`` (bool): drop a retrieved doc whose id equals the query id (BEIR's self-hit
+  rule, on by default in BEIR's evaluator). On for ``beir/*`` ids and BEIR-format folders, to match BEIR's published numbers
+  (for SciFact it changes nothing: no doc id equals a query id); off elsewhere, where equal ids are a
+  coincidence (cranfield and vaswani number both from 1) and the filter would drop real hits.
+- ``relevance`` (cranfield only): "5-code" (default) turns Cleverdon's codes 1 (complete answer) ..
+  4 (minimum interest) into grades 4 .. 1 and drops code -1 (the query's source document); "raw"
+  keeps ir_datasets' codes, which invert graded measures such as nDCG.
+- ``no_answer`` (Qur'an QA only): "task_rule" (default) keeps the no-answer questions, scored with
+  ``quranqa.task_scores``; "drop" evaluates on answerable questions only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from retrieval.core.tokenize import NORMALIZATIONS
+from zerda_eval.datasets.collection import Collection
+from zerda_eval.datasets.quranqa import OFFICIAL_MEASURES, RUN_DEPTH
+from zerda_eval.errors import ConfigError, unknown_value_message
+
+CHOICES: dict[str, tuple[Any, ...]] = {
+    "normalization": NORMALIZATIONS,
+    "ignore_identical_ids": (True, False),
+    "relevance": ("5-code", "raw"),
+    "no_answer": ("task_rule", "drop"),
+}
+
+
+def cranfield_relevance(code: int) -> int | None:
+    """Cleverdon code -> grade, higher is better: 1..4 -> 4..1; -1 (source document) -> dropped."""
+    return None if code == -1 else 5 - code
+
+
+def default_options(dataset_id: str, beir_format: bool = False) -> dict[str, Any]:
+    """The protocol options of ``dataset_id`` (a BEIR-format folder when ``beir_format``) with defaults."""
+    options: dict[str, Any] = {
+        "normalization": "none",
+        "ignore_identical_ids": beir_format or dataset_id.startswith("beir/"),
+    }
+    if dataset_id == "cranfield":
+        options["relevance"] = "5-code"
+    if dataset_id.startswith("quranqa23/"):
+        options.update(no_answer="task_rule", run_depth=RUN_DEPTH, official_measures=list(OFFICIAL_MEASURES))
+    return options
+
+
+def resolve_options(
+    dataset_id: str, given: Mapping[str, Any], extra: Sequence[str] = (), beir_format: bool = False
+) -> dict[str, Any]:
+    """Defaults of ``dataset_id`` overridden by ``given``; unknown names or values raise ``ConfigError``.
+
+    ``extra`` names options the caller handles itself (e.g. ``path`` for a user's collection).
+    """
+    options = default_options(dataset_id, beir_format)
+    settable = {name for name in options if name in CHOICES} | set(extra)
+    for name, value in given.items():
+        if name not in settable:
+            raise ConfigError(
+                unknown_value_message("option", name, settable, where=f"dataset {dataset_id!r}")
+            )
+        if name in CHOICES and value not in CHOICES[name]:
+            allowed = ", ".join(map(repr, CHOICES[name]))
+            raise ConfigError(
+                f"dataset {dataset_id!r}: option {name}={value!r} is invalid; use one of {allowed}"
+            )
+        options[name] = value
+    return options
+
+
+def drop_self_hits(
+    run: Mapping[str, Sequence[tuple[str, float]]], collection: Collection
+) -> dict[str, list[tuple[str, float]]]:
+    """The run without docs whose id equals the query id, when the collection's option asks for it."""
+    if not collection.options.get("ignore_identical_ids"):
+        return {qid: list(ranking) for qid, ranking in run.items()}
+    return {qid: [hit for hit in ranking if hit[0] != qid] for qid, ranking in run.items()}

@@ -1,0 +1,123 @@
+"""Seed ir_datasets' cache from the bundled source files, so its own loaders work offline.
+
+ir_datasets uses a file found at its cache path as is (no hash check), so placing the files it would
+have downloaded (or extracted) there is enough:
+
+- ``beir/scifact/*``: ``<home>/beir/scifact/source.zip`` holding ``scifact/{corpus,queries}.jsonl`` and
+  ``scifact/qrels/{test,train}.tsv``, the layout of BEIR's own zip;
+- ``cranfield``: ``<home>/cranfield/{docs,queries,qrels}.txt``, the SMART files byte for byte;
+- ``vaswani``: ``<home>/vaswani/{docs,queries,qrels}.txt`` in the Glasgow NPL layout ir_datasets parses
+  (records closed by ``   /`` or ``/`` lines). The bundled copy is the TREC-format NPL (SGML docs and
+  topics, 4-column qrels), so it is rewritten into that layout: same ids, same text lines, same pairs.
+
+Only missing files are written, each through a temporary file and an atomic rename; nothing is
+written into the repository.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+from zerda_eval.datasets.paths import ir_datasets_home, source_file
+from zerda_eval.errors import DataFormatError
+
+_SCIFACT_FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "qrels/train.tsv")
+_CRANFIELD_FILES = {"docs.txt": "cran.all.1400", "queries.txt": "cran.qry", "qrels.txt": "cranqrel"}
+_TREC_DOC = re.compile(r"<DOC>\s*<DOCNO>\s*(\S+?)\s*</DOCNO>\n?(.*?)</DOC>", re.DOTALL)
+_TREC_TOPIC = re.compile(r"<top>\s*<num>\s*(\S+?)\s*</num>\s*<title>\n?(.*?)</title>\s*</top>", re.DOTALL)
+
+
+def atomic_write(target: Path, write: Callable[[BinaryIO], None]) -> bool:
+    """Create ``target`` with ``write(file)`` unless it exists; True when it was written."""
+    if target.exists():
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return True
+
+
+def _copy_of(path: Path) -> Callable[[BinaryIO], None]:
+    return lambda handle: handle.write(path.read_bytes())
+
+
+def seed_scifact(home: Path) -> None:
+    """Build ``beir/scifact/source.zip`` (uncompressed) from the bundled BEIR files."""
+
+    def write_zip(handle: BinaryIO) -> None:
+        with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_STORED) as archive:
+            for name in _SCIFACT_FILES:
+                archive.write(source_file("beir-scifact", name), f"scifact/{name}")
+
+    atomic_write(home / "beir" / "scifact" / "source.zip", write_zip)
+
+
+def seed_cranfield(home: Path) -> None:
+    """Place the three SMART files where ir_datasets caches its extracts of ``cran.tar.gz``."""
+    for cached, original in _CRANFIELD_FILES.items():
+        atomic_write(home / "cranfield" / cached, _copy_of(source_file("cranfield", original)))
+
+
+def _records(pattern: re.Pattern[str], path: Path, kind: str) -> list[tuple[str, str]]:
+    records = pattern.findall(path.read_text(encoding="utf-8"))
+    if not records:
+        raise DataFormatError(f"{path}: no {kind} records found; expected TREC SGML (the NPL TREC files)")
+    return records
+
+
+def _npl_docs(path: Path) -> bytes:
+    return "".join(f"{doc_id}\n{text}   /\n" for doc_id, text in _records(_TREC_DOC, path, "<DOC>")).encode()
+
+
+def _npl_queries(path: Path) -> bytes:
+    return "".join(f"{qid}\n{text}/\n" for qid, text in _records(_TREC_TOPIC, path, "<top>")).encode()
+
+
+def _npl_qrels(path: Path) -> bytes:
+    relevant: dict[str, list[str]] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        cols = line.split()
+        if len(cols) != 4 or not cols[3].lstrip("-").isdigit():
+            raise DataFormatError(f"{path}:{number}: expected 'qid iter docid relevance', got {line!r}")
+        if int(cols[3]) > 0:
+            relevant.setdefault(cols[0], []).append(cols[2])
+    return "".join(f"{qid}\n {' '.join(docs)}\n   /\n" for qid, docs in relevant.items()).encode()
+
+
+def seed_vaswani(home: Path) -> None:
+    """Write the TREC-format NPL files in the Glasgow layout ir_datasets' ``vaswani`` parses."""
+    converters = {"docs.txt": ("doc-text.trec", _npl_docs), "queries.txt": ("query-text.trec", _npl_queries)}
+    converters["qrels.txt"] = ("qrels", _npl_qrels)
+    for cached, (original, convert) in converters.items():
+        target = home / "vaswani" / cached
+        if not target.exists():
+            data = convert(source_file("vaswani", original))
+            atomic_write(target, lambda handle, data=data: handle.write(data))
+
+
+SEEDERS: dict[str, Callable[[Path], None]] = {
+    "beir/scifact": seed_scifact,
+    "cranfield": seed_cranfield,
+    "vaswani": seed_vaswani,
+}
+
+
+def seed_cache(dataset_id: str, home: Path | None = None) -> bool:
+    """Seed the cache files ``dataset_id`` needs, if it is one we bundle; True when it is."""
+    for prefix, seed in SEEDERS.items():
+        if dataset_id == prefix or dataset_id.startswith(prefix + "/"):
+            seed(home or ir_datasets_home())
+            return True
+    return False

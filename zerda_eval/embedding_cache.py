@@ -1,0 +1,94 @@
+"""Corpus embeddings on disk, so a grid embeds each corpus once per (model, parameters, corpus).
+
+The file is ``<cache_dir>/<key>.npy`` with ``key = sha256(embedder.name, embedder.params as sorted
+JSON, sha256 of the texts)``. Writes are atomic (temporary file + ``os.replace``), so a crash never
+leaves a half-written file under the final name; a file that is still unreadable, of the wrong shape
+or with non-finite values is treated as a miss and rewritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from retrieval.embeddings import Embedder
+
+logger = logging.getLogger(__name__)
+
+
+def texts_sha256(texts: Sequence[str]) -> str:
+    """SHA-256 of the texts in order, each length-prefixed so ``["ab", "c"]`` differs from ``["a", "bc"]``."""
+    digest = hashlib.sha256()
+    for text in texts:
+        data = text.encode("utf-8")
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def cache_key(embedder: Embedder, texts: Sequence[str]) -> str:
+    """The cache key of ``texts`` embedded by ``embedder`` (hex SHA-256)."""
+    payload = json.dumps(
+        {"name": embedder.name, "params": embedder.params, "texts": texts_sha256(texts)},
+        sort_keys=True,
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def embed_corpus(
+    embedder: Embedder, texts: Sequence[str], cache_dir: str | Path, mmap: bool = False
+) -> np.ndarray:
+    """Embeddings of ``texts`` (float32, ``(len(texts), embedder.dim)``), from the cache when present.
+
+    ``embedder.fit(texts)`` always runs first: a corpus-fitted embedder (LSA) must be fitted on this
+    corpus to embed queries later, even on a cache hit, and fitting on ``texts`` is what makes the
+    key (which hashes ``texts``) determine the vectors. For pretrained models ``fit`` is a no-op.
+    ``mmap=True`` returns a read-only memory map of the cached file instead of loading it.
+    """
+    texts = list(texts)
+    embedder.fit(texts)
+    cache_dir = Path(cache_dir)
+    path = cache_dir / f"{cache_key(embedder, texts)}.npy"
+    expected_shape = (len(texts), embedder.dim)
+    if path.exists():
+        cached = _load_valid(path, expected_shape, mmap)
+        if cached is not None:
+            return cached
+        logger.warning("embedding cache file %s is corrupt or incomplete; recomputing it", path)
+    vectors = np.ascontiguousarray(embedder.embed(texts), dtype=np.float32)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    _atomic_save(path, vectors)
+    return _load_valid(path, expected_shape, mmap) if mmap else vectors
+
+
+def _load_valid(path: Path, shape: tuple[int, int], mmap: bool) -> np.ndarray | None:
+    """The array in ``path`` if it is a float32 array of ``shape`` with finite values, else ``None``."""
+    try:
+        array = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except (OSError, ValueError, EOFError):
+        return None
+    if array.dtype != np.float32 or array.shape != shape or not np.isfinite(array).all():
+        return None
+    return array
+
+
+def _atomic_save(path: Path, array: np.ndarray) -> None:
+    """Write ``array`` to a temporary file beside ``path``, then rename it over ``path``."""
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            np.save(handle, array, allow_pickle=False)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise

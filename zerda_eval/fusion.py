@@ -1,0 +1,202 @@
+"""Fusion of runs: ranx's methods (RRF, CombSUM, CombMNZ, weighted sum) and the two seed APIs' own fusion.
+
+A run here is ``{query_id: [(doc_id, score), ...]}`` best first. ``fuse_runs`` aligns the inputs by
+query id (a query missing from one input fuses as an empty list there), fuses, and returns a run sorted
+by score descending, then doc id ascending (the project's tie-break).
+
+Methods and where they come from:
+
+- ``rrf``, ``combsum``, ``combmnz``, ``wsum``: ranx's ``fuse`` (Cormack et al. 2009; Fox & Shaw 1994).
+  ``norm`` is ``"min-max"``, ``"z-score"`` (ranx's ``zmuv``) or ``"none"``. ranx's min-max maps a list whose
+  scores are all equal to 0.
+- ``zerda``: seed 000's ``HybridRetriever``: the weighted sum of the inputs' scores, plus an RRF bonus
+  ``0.20 * rrf / max(rrf)`` over the inputs' ranked lists. ``rrf_order="fixed"`` adds the bonus after the
+  weighted sum; ``"as_documented"`` reproduces the documented ordering bug (the bonus is computed before
+  the weighted sum overwrites the score, so it is discarded).
+- ``pipeline_rrf``: seed 004's ``rrf_fuse``: weighted RRF, scores normalised by their maximum.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from retrieval.core import rrf_scores
+from zerda_eval.errors import ConfigError, unknown_value_message
+
+Ranking = list[tuple[str, float]]
+RunDict = dict[str, Ranking]
+
+ZERDA_RRF_BONUS = 0.20  # seed 000: "a flat 20%-of-the-max bonus weight, hardcoded"
+RRF_ORDERS = ("as_documented", "fixed")
+NORMS = {"min-max": "min-max", "z-score": "zmuv", "none": None}
+WEIGHT_STEP = 0.1
+
+
+@dataclass(frozen=True)
+class Param:
+    """One fusion parameter: its default, the allowed values (or None) and what it means."""
+
+    default: Any
+    doc: str
+    choices: tuple[Any, ...] | None = None
+
+
+ParamSpec = dict[str, Param]
+
+_K = Param(60, "RRF smoothing constant k (1-based rank contributes weight / (k + rank))")
+_WEIGHTS = Param(None, "one weight per input run; None = equal weights (1.0 each)")
+_TOP_K = Param(None, "keep the best top_k documents per query; None keeps all")
+_NORM_MINMAX = Param("min-max", "score normalisation before fusing", tuple(NORMS))
+_NORM_NONE = Param("none", "score normalisation before fusing", tuple(NORMS))
+
+FUSION_METHODS: dict[str, ParamSpec] = {
+    "rrf": {"k": _K, "weights": _WEIGHTS, "top_k": _TOP_K},
+    "combsum": {"norm": _NORM_MINMAX, "top_k": _TOP_K},
+    "combmnz": {"norm": _NORM_MINMAX, "top_k": _TOP_K},
+    "wsum": {"norm": _NORM_MINMAX, "weights": _WEIGHTS, "top_k": _TOP_K},
+    "zerda": {
+        "rrf_order": Param("fixed", "when the RRF bonus is added (seed 000's ordering bug)", RRF_ORDERS),
+        "weights": _WEIGHTS,
+        "norm": _NORM_NONE,
+        "k": _K,
+        "top_k": _TOP_K,
+    },
+    "pipeline_rrf": {"k": _K, "weights": _WEIGHTS, "top_k": _TOP_K},
+}
+
+_RANX_METHOD = {"rrf": "rrf", "combsum": "sum", "combmnz": "mnz", "wsum": "wsum"}
+
+
+def resolve_fusion_params(method: str, params: Mapping[str, Any], where: str = "") -> dict[str, Any]:
+    """Validate ``params`` for ``method`` and return every parameter resolved, plus ``method``.
+
+    The result is what a fused run records: method, normalisation, k and weights (as applicable).
+    Raises ``ConfigError`` naming ``where`` for an unknown method, key or value.
+    """
+    if method not in FUSION_METHODS:
+        raise ConfigError(unknown_value_message("fusion method", method, FUSION_METHODS, where))
+    spec = FUSION_METHODS[method]
+    resolved: dict[str, Any] = {"method": method}
+    for key, value in params.items():
+        if key not in spec:
+            raise ConfigError(unknown_value_message(f"parameter of fusion {method!r}", key, spec, where))
+        if spec[key].choices is not None and value not in spec[key].choices:
+            allowed = ", ".join(map(str, spec[key].choices))
+            raise ConfigError(f"{where}: {method}.{key} = {value!r} is not allowed; use one of {allowed}")
+    for key, param in spec.items():
+        resolved[key] = params.get(key, param.default)
+    k = resolved.get("k")
+    if k is not None and not (isinstance(k, int | float) and k >= 0):
+        raise ConfigError(f"{where}: {method}.k must be a number >= 0, got {k!r}")
+    weights = resolved.get("weights")
+    if weights is not None and not (
+        isinstance(weights, list | tuple) and all(isinstance(w, int | float) for w in weights)
+    ):
+        raise ConfigError(f"{where}: {method}.weights must be a list of numbers, got {weights!r}")
+    return resolved
+
+
+def weight_sweep(step: float = WEIGHT_STEP) -> list[list[float]]:
+    """Weights ``[w, 1 - w]`` for two inputs, ``w`` from 0 to 1 in ``step`` (rounded to avoid 0.30000000000000004)."""
+    n = round(1 / step)
+    return [[round(i * step, 10), round(1 - i * step, 10)] for i in range(n + 1)]
+
+
+def fuse_runs(method: str, runs: Sequence[Mapping[str, Ranking]], **params: Any) -> RunDict:
+    """Fuse ``runs`` with ``method`` (a key of ``FUSION_METHODS``) and the given parameters."""
+    resolved = resolve_fusion_params(method, params, where="fuse_runs")
+    if len(runs) < 2:
+        raise ConfigError(f"fuse_runs: fusion {method!r} needs at least 2 input runs, got {len(runs)}")
+    weights = resolved.get("weights")
+    if weights is not None and len(weights) != len(runs):
+        raise ConfigError(f"fuse_runs: {len(weights)} weights for {len(runs)} input runs; give one per run")
+    query_ids = list(dict.fromkeys(qid for run in runs for qid in run))
+    aligned = [{qid: list(run.get(qid, [])) for qid in query_ids} for run in runs]
+    if method in _RANX_METHOD and not (method == "rrf" and weights is not None):
+        fused = _fuse_with_ranx(method, aligned, resolved)
+    elif method == "rrf":
+        fused = {qid: rrf_scores([_ids(r[qid]) for r in aligned], weights, resolved["k"]) for qid in query_ids}
+    elif method == "pipeline_rrf":
+        fused = {qid: _pipeline_rrf([r[qid] for r in aligned], weights, resolved["k"]) for qid in query_ids}
+    else:
+        fused = _fuse_zerda(aligned, query_ids, resolved)
+    return {qid: sort_ranking(scores.items(), resolved["top_k"]) for qid, scores in fused.items()}
+
+
+def sort_ranking(scored: Any, top_k: int | None = None) -> Ranking:
+    """``(doc_id, score)`` pairs by score descending, then doc id ascending; at most ``top_k``."""
+    ranking = sorted(((str(d), float(s)) for d, s in scored), key=lambda item: (-item[1], item[0]))
+    return ranking if top_k is None else ranking[:top_k]
+
+
+def _ids(ranking: Ranking) -> list[str]:
+    return [doc_id for doc_id, _ in ranking]
+
+
+def _fuse_with_ranx(method: str, runs: list[RunDict], resolved: dict[str, Any]) -> dict[str, dict[str, float]]:
+    from ranx import Run, fuse
+
+    ranx_runs = [Run({qid: dict(ranking) for qid, ranking in run.items()}) for run in runs]
+    if method == "rrf":
+        norm, params = None, {"k": resolved["k"]}
+    else:
+        norm = NORMS[resolved["norm"]]
+        params = {}
+        if method == "wsum":
+            params = {"weights": list(resolved["weights"] or [1.0] * len(runs))}
+    fused = fuse(ranx_runs, norm=norm, method=_RANX_METHOD[method], params=params).to_dict()
+    return {qid: fused.get(qid, {}) for qid in runs[0]}
+
+
+def _pipeline_rrf(rankings: list[Ranking], weights: Sequence[float] | None, k: float) -> dict[Hashable, float]:
+    """Seed 004 ``rrf_fuse``: weighted RRF over the lists, divided by the maximum fused score."""
+    scores = rrf_scores([_ids(r) for r in rankings], weights, k)
+    top = max(scores.values(), default=0.0)
+    return {doc: score / top for doc, score in scores.items()} if top > 0 else scores
+
+
+def _normalise(ranking: Ranking, norm: str) -> dict[str, float]:
+    scores = dict(ranking)
+    if norm == "none" or not scores:
+        return scores
+    values = list(scores.values())
+    if norm == "min-max":
+        low, high = min(values), max(values)
+        span = high - low
+        return {d: (s - low) / span if span > 0 else 0.0 for d, s in scores.items()}
+    mean = sum(values) / len(values)
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+    return {d: (s - mean) / std if std > 0 else 0.0 for d, s in scores.items()}
+
+
+def zerda_scores(
+    rankings: list[Ranking], weights: Sequence[float], rrf_order: str, k: float = 60, norm: str = "none"
+) -> dict[str, float]:
+    """Seed 000 ``HybridRetriever`` scoring of one query: weighted composite plus, if ``fixed``, the RRF bonus.
+
+    A document absent from an input scores 0 there (the seed's ``ScoredChunk`` defaults). The bonus is
+    ``ZERDA_RRF_BONUS * rrf / max(rrf)``; with ``as_documented`` it is computed and discarded, as the seed's
+    source does (its ``=`` assignment overwrites the bonus).
+    """
+    per_input = [_normalise(r, norm) for r in rankings]
+    composite: dict[str, float] = {}
+    for doc_id in dict.fromkeys(d for r in rankings for d, _ in r):
+        composite[doc_id] = sum(w * scores.get(doc_id, 0.0) for w, scores in zip(weights, per_input, strict=True))
+    if rrf_order == "fixed":
+        rrf = rrf_scores([_ids(r) for r in rankings], k=k)
+        top = max(rrf.values(), default=0.0)
+        if top > 0:
+            for doc_id, value in rrf.items():
+                composite[doc_id] += ZERDA_RRF_BONUS * value / top
+    return composite
+
+
+def _fuse_zerda(runs: list[RunDict], query_ids: list[str], resolved: dict[str, Any]) -> dict[str, dict[str, float]]:
+    weights = resolved["weights"] or [1.0] * len(runs)
+    return {
+        qid: zerda_scores([r[qid] for r in runs], weights, resolved["rrf_order"], resolved["k"], resolved["norm"])
+        for qid in query_ids
+    }

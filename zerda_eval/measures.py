@@ -1,0 +1,155 @@
+"""Effectiveness through ranx (tie-break applied first) and efficiency figures of a grid cell.
+
+Effectiveness: ranx's ``Qrels`` / ``Run`` / ``evaluate``. ranx and trec_eval order tied scores
+differently (trec_eval: score desc, then doc id desc; ranx: whatever its sort yields), which moved
+MAP@100 by up to 2e-3 on the small Arabic sets. So every run is first put in ONE order
+(``TIE_BREAK``: score descending, then doc id ascending) and its scores replaced by strictly
+decreasing rank scores; after that every tool sees the same ranking and the numbers agree to 1e-12.
+
+Queries: the mean is over ALL judged queries. A judged query the system returned nothing for scores
+0 on every measure (ranx cannot hold an empty result list, ranx #51/#67, so it is scored outside ranx).
+
+Efficiency: ``time.perf_counter`` (monotonic, highest resolution) around each single-query search,
+after one warm-up query that is not timed; peak RSS of the process from ``resource.getrusage``
+(``ru_maxrss``: the high-water mark since the process started, so a cell run after a bigger cell
+reports the bigger figure; run cells in separate processes for isolated figures).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from zerda_eval.errors import RunError
+
+MEASURE_FAMILIES = ("ndcg", "mrr", "recall", "map", "precision")
+MEASURE_PATTERN = re.compile(r"^(ndcg|mrr|recall|map|precision)@([1-9][0-9]*)$")
+DEFAULT_MEASURES = ("ndcg@10", "mrr@10", "recall@100", "map@100", "precision@10")
+TIE_BREAK = "score desc, doc_id asc"
+ANSWERABLE_PREFIX = "answerable:"
+
+Run = dict[str, list[tuple[str, float]]]
+Qrels = Mapping[str, Mapping[str, int]]
+
+_ranx_warmed = False
+
+
+def is_measure(name: str) -> bool:
+    """True for ranx measure names this harness reports: ``family@k`` with k >= 1."""
+    return MEASURE_PATTERN.match(name) is not None
+
+
+def tie_break(results: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Results in ``TIE_BREAK`` order (score desc, doc id asc), a doc kept once (its best score).
+
+    NaN or infinite scores are a system bug that would make any order arbitrary: ``RunError``.
+    """
+    best: dict[str, float] = {}
+    for doc_id, score in results:
+        score = float(score)
+        if not math.isfinite(score):
+            raise RunError(f"non-finite score {score!r} for document {doc_id!r}; fix the system or embedder")
+        if doc_id not in best or score > best[doc_id]:
+            best[doc_id] = score
+    return sorted(best.items(), key=lambda item: (-item[1], item[0]))
+
+
+def rank_scores(run: Run) -> dict[str, dict[str, float]]:
+    """``{qid: {doc_id: n - i}}``: strictly decreasing scores in the run's (already tie-broken) order."""
+    return {
+        qid: {doc_id: float(len(results) - i) for i, (doc_id, _) in enumerate(results)}
+        for qid, results in run.items()
+        if results
+    }
+
+
+def warm_up_ranx() -> None:
+    """Compile ranx's numba kernels once per process (the first ``evaluate`` call pays it)."""
+    global _ranx_warmed
+    if _ranx_warmed:
+        return
+    from ranx import Qrels as RanxQrels
+    from ranx import Run as RanxRun
+    from ranx import evaluate
+
+    qrels = RanxQrels.from_dict({"q": {"d1": 1}})
+    run = RanxRun.from_dict({"q": {"d1": 2.0, "d2": 1.0}})
+    evaluate(qrels, run, list(DEFAULT_MEASURES), threads=1)
+    _ranx_warmed = True
+
+
+def evaluate_run(run: Run, qrels: Qrels, measures: Sequence[str]) -> dict[str, dict[str, float]]:
+    """Per-query values ``{measure: {qid: value}}`` for every judged query (tie-break applied here).
+
+    Queries in the run but not in the qrels are ignored (they are unjudged); judged queries the run
+    misses or answers with nothing score 0.
+    """
+    from ranx import Qrels as RanxQrels
+    from ranx import Run as RanxRun
+    from ranx import evaluate
+
+    warm_up_ranx()
+    judged = {qid: dict(docs) for qid, docs in qrels.items() if docs}
+    ordered = {qid: tie_break(run.get(qid, [])) for qid in judged}
+    scored = rank_scores(ordered)
+    values = {measure: dict.fromkeys(judged, 0.0) for measure in measures}
+    if scored:
+        ranx_run = RanxRun.from_dict(scored)
+        ranx_qrels = RanxQrels.from_dict({qid: judged[qid] for qid in scored})
+        evaluate(ranx_qrels, ranx_run, list(measures), threads=1)
+        for measure in measures:
+            for qid, value in ranx_run.scores[measure].items():
+                values[measure][qid] = float(value)
+    return values
+
+
+def mean_values(per_query: Mapping[str, Mapping[str, float]], qids: Sequence[str] | None = None) -> dict:
+    """Mean of each measure over ``qids`` (default: all queries of the per-query table)."""
+    means = {}
+    for measure, by_qid in per_query.items():
+        keys = list(by_qid) if qids is None else list(qids)
+        means[measure] = float(np.mean([by_qid[q] for q in keys])) if keys else 0.0
+    return means
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """What a cell cost: index time, per-query latency percentiles, throughput, peak RSS."""
+
+    index_time_s: float
+    latency_mean_ms: float
+    latency_p50_ms: float
+    latency_p95_ms: float
+    latency_p99_ms: float
+    qps: float
+    peak_rss_mb: float
+
+    @classmethod
+    def from_timings(cls, index_time_s: float, latencies_s: Sequence[float]) -> Efficiency:
+        """Summarise per-query latencies (seconds) measured with ``time.perf_counter``."""
+        lat = np.asarray(latencies_s, dtype=np.float64) * 1000.0
+        if lat.size == 0:
+            lat = np.zeros(1)
+        total_s = float(lat.sum()) / 1000.0
+        return cls(
+            index_time_s=float(index_time_s),
+            latency_mean_ms=float(lat.mean()),
+            latency_p50_ms=float(np.percentile(lat, 50)),
+            latency_p95_ms=float(np.percentile(lat, 95)),
+            latency_p99_ms=float(np.percentile(lat, 99)),
+            qps=float(len(latencies_s) / total_s) if total_s > 0 else 0.0,
+            peak_rss_mb=peak_rss_mb(),
+        )
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process in MB (``ru_maxrss``: KB on Linux, bytes on macOS)."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024.0 * 1024.0) if sys.platform == "darwin" else peak / 1024.0

@@ -1,0 +1,59 @@
+"""Registry of system families: a family name plus a params dict builds a ``System``.
+
+``SYSTEMS`` maps every family to its class; ``SYSTEMS[family].all_specs()`` lists its parameters
+with defaults, allowed values and a one-line description (``zerda-eval systems`` prints them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from zerda_eval.errors import ConfigError, unknown_value_message
+from zerda_eval.systems.base import ParamSpec, System
+from zerda_eval.systems.pipeline import (
+    PipelineDense,
+    PipelineHybrid,
+    PipelineLateInteraction,
+    PipelineRerank,
+    PipelineRouted,
+    PipelineSparse,
+)
+from zerda_eval.systems.zerda import ZerdaHybrid, ZerdaKeyword, ZerdaMetadata, ZerdaVector
+
+SYSTEMS: dict[str, type[System]] = {
+    cls.family: cls
+    for cls in (
+        ZerdaKeyword,
+        ZerdaVector,
+        ZerdaMetadata,
+        ZerdaHybrid,
+        PipelineSparse,
+        PipelineDense,
+        PipelineHybrid,
+        PipelineRerank,
+        PipelineRouted,
+        PipelineLateInteraction,
+    )
+}
+
+
+def family_class(family: str, where: str = "") -> type[System]:
+    """The class of ``family``; an unknown name is a ``ConfigError`` with a "did you mean"."""
+    if family not in SYSTEMS:
+        raise ConfigError(unknown_value_message("system family", family, SYSTEMS, where))
+    return SYSTEMS[family]
+
+
+def resolve_params(family: str, params: Mapping[str, Any], where: str = "") -> dict[str, Any]:
+    """Every parameter of ``family`` with defaults filled in, each value checked."""
+    return family_class(family, where).resolve_params(params, where or family)
+
+
+def build_system(family: str, params: Mapping[str, Any] | None = None) -> System:
+    """A new, unindexed system of ``family`` with ``params`` (checked, defaults filled in)."""
+    cls = family_class(family)
+    return cls(**cls.resolve_params(params or {}, family))
+
+
+__all__ = ["SYSTEMS", "ParamSpec", "System", "build_system", "family_class", "resolve_params"]

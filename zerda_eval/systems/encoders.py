@@ -1,0 +1,135 @@
+"""Offline vectors for the dense families: cached corpus embeddings, fast stores over them, token vectors.
+
+Corpus embeddings are computed once per (embedder, params, corpus) and kept on disk by
+``zerda_eval.embedding_cache``. The seeds' own in-memory stores score one document at a time in
+Python; over a few thousand documents and hundreds of queries that dominates a grid, so the
+families wrap the precomputed matrix in stores that score all documents with one matrix product
+(rows are unit length, so the dot product IS the cosine of ``retrieval.core.cosine``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retrieval.core.bm25_fast import top_k_rows
+from zerda_eval.systems.base import ParamSpec
+
+EMBEDDERS = ("wordllama", "lsa")
+EMBEDDER_PARAMS = {
+    "embedder": ParamSpec("wordllama", "str", "offline embedder (wordllama: English only)", choices=EMBEDDERS),
+    "dim": ParamSpec(256, "int", "embedding dimension (wordllama truncates; LSA keeps dim components)",
+                     choices=(256, 128, 64)),
+}
+
+
+class CorpusVectors:
+    """A fitted embedder plus the unit-length vectors of a collection's texts, in corpus order."""
+
+    def __init__(self, embedder_name: str, dim: int, texts: Sequence[str], cache_dir: Path | None):
+        from retrieval.embeddings import load_embedder
+        from zerda_eval.embedding_cache import embed_corpus
+
+        self.embedder = load_embedder(embedder_name, dim=dim)
+        if cache_dir is None:
+            self.matrix = self.embedder.fit(texts).embed(list(texts))
+        else:  # embed_corpus fits the embedder too (LSA needs it to embed queries)
+            self.matrix = np.asarray(embed_corpus(self.embedder, list(texts), cache_dir), dtype=np.float32)
+        self._query_cache: dict[str, np.ndarray] = {}
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The query's unit vector (cached: the warm-up query and rerankers ask again)."""
+        vector = self._query_cache.get(text)
+        if vector is None:
+            vector = self.embedder.embed([text])[0]
+            self._query_cache[text] = vector
+        return vector
+
+    def top_k(self, query_vector: Any, k: int) -> list[tuple[int, float]]:
+        """``[(row, cosine), ...]`` best first, ties by lower row."""
+        scores = self.matrix @ np.asarray(query_vector, dtype=np.float32)
+        rows, values = top_k_rows(scores[None, :].astype(np.float64), k)
+        return list(zip(rows[0].tolist(), values[0].tolist(), strict=True))
+
+
+class MatrixVectorStore:
+    """seed 004 ``VectorStore`` over precomputed vectors: ``search`` is one matrix product.
+
+    Results equal ``InMemoryVectorStore`` with cosine on unit vectors (ties by insertion order).
+    """
+
+    def __init__(self, item_ids: Sequence[str], vectors: CorpusVectors):
+        self.item_ids = list(item_ids)
+        self.vectors = vectors
+
+    def __len__(self) -> int:
+        return len(self.item_ids)
+
+    def add_embedding(self, item_id: str, embedding: list[float], metadata: dict | None = None) -> None:
+        raise NotImplementedError("MatrixVectorStore is built from precomputed vectors; it takes no additions")
+
+    def search(self, query_embedding: list[float], top_k: int = 10) -> list[tuple[str, float]]:
+        return [(self.item_ids[row], score) for row, score in self.vectors.top_k(query_embedding, top_k)]
+
+    def delete(self, item_id: str) -> bool:
+        return False
+
+
+class MatrixVectorAdapter:
+    """seed 000 ``vector_store_adapter`` (LangChain ``similarity_search_with_score``) over precomputed vectors.
+
+    Returns the same hits as ``VectorRetriever``'s in-memory mode (cosine, ``min_vector_score``
+    applied, best first) without a Python loop over the corpus.
+    """
+
+    def __init__(self, chunks: Sequence[Any], vectors: CorpusVectors, min_score: float):
+        self.chunks = list(chunks)
+        self.vectors = vectors
+        self.min_score = min_score
+
+    def similarity_search_with_score(self, query: str, k: int = 4, filter: Any = None) -> list[tuple[Any, float]]:
+        hits = self.vectors.top_k(self.vectors.embed_query(query), k)
+        return [(self.chunks[row], score) for row, score in hits if score >= self.min_score]
+
+
+class WordLlamaTokenEncoder:
+    """seed 004 ``TokenLevelEncoder``: wordllama's static vector of every token of a text, unit length.
+
+    wordllama's model holds its token embedding matrix (``embedding``) and tokenizer; a token's
+    vector is its row, so MaxSim over them is late interaction without a contextual encoder.
+    Encodings are cached per text (first-stage candidates repeat across queries).
+    """
+
+    def __init__(self, dim: int = 256):
+        from retrieval.embeddings.wordllama import _load_model
+
+        model = _load_model(dim)
+        self._tokenizer = model.tokenizer
+        table = np.asarray(model.embedding, dtype=np.float32)
+        norms = np.linalg.norm(table, axis=1, keepdims=True)
+        self._table = np.divide(table, norms, out=np.zeros_like(table), where=norms > 0)
+        self._cache: dict[str, np.ndarray] = {}
+
+    def encode_tokens(self, text: str) -> np.ndarray:
+        """``(n_tokens, dim)`` unit rows (a list of lists by duck typing); no tokens -> ``(0, dim)``."""
+        vectors = self._cache.get(text)
+        if vectors is None:
+            ids = self._tokenizer.encode(text, add_special_tokens=False).ids
+            vectors = self._table[np.asarray(ids, dtype=np.int64)]
+            self._cache[text] = vectors
+        return vectors
+
+
+def maxsim(query_tokens: Any, doc_tokens: Any) -> float:
+    """ColBERT MaxSim: sum over query tokens of the best cosine with any doc token (0.0 if either is empty).
+
+    Same value as seed 004's ``MaxSimScorer`` on unit vectors, computed as one matrix product.
+    """
+    q = np.asarray(query_tokens, dtype=np.float64)
+    d = np.asarray(doc_tokens, dtype=np.float64)
+    if q.size == 0 or d.size == 0:
+        return 0.0
+    return float((q @ d.T).max(axis=1).sum())

@@ -1,0 +1,199 @@
+"""The pipeline families (seed 004): sparse, dense, hybrid RRF, re-rank, routed and late interaction.
+
+Every document becomes a ``ContextItem`` whose ``id`` is the collection's doc id, so results map
+back one to one (no merge by content). Dense parts read the collection's cached embeddings through
+``MatrixVectorStore`` (one matrix product per query instead of seed 004's per-item loop).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from retrieval.core import cosine
+from retrieval.pipeline.dense import DenseRetriever
+from retrieval.pipeline.hybrid import HybridRetriever
+from retrieval.pipeline.late_interaction import LateInteractionRetriever, LateInteractionScorer
+from retrieval.pipeline.models import ContextItem, QueryBundle
+from retrieval.pipeline.rerankers import CrossEncoderReranker
+from retrieval.pipeline.routing import CallbackRouter, KeywordRouter, RoutedRetriever
+from retrieval.pipeline.sparse import SparseRetriever
+from retrieval.pipeline.stores import InMemoryContextStore
+from zerda_eval.errors import ConfigError
+from zerda_eval.systems.base import ParamSpec, Results, System
+from zerda_eval.systems.encoders import (
+    EMBEDDER_PARAMS,
+    CorpusVectors,
+    MatrixVectorStore,
+    WordLlamaTokenEncoder,
+    maxsim,
+)
+from zerda_eval.systems.zerda import ANALYZER_PARAMS, collection_analyzer
+
+ARABIC_LETTER = re.compile(r"[\u0600-\u06FF]")
+FIRST_STAGE_K = ParamSpec(100, "int", "candidates from the BM25 first stage", minimum=1)
+
+
+def collection_items(collection: Any) -> list[ContextItem]:
+    """One ``ContextItem`` per document, ``id`` = the collection's doc id."""
+    return [ContextItem(id=doc_id, content=text) for doc_id, text in zip(collection.doc_ids, collection.texts, strict=True)]
+
+
+class PipelineSystem(System):
+    """A seed-004 ``Retriever`` built by ``_build``; ``search`` maps its items' ids back."""
+
+    def _index(self, collection: Any, cache_dir: Path | None) -> None:
+        self._items = collection_items(collection)
+        self._retriever = self._build(collection, cache_dir)
+
+    def _build(self, collection: Any, cache_dir: Path | None) -> Any:
+        raise NotImplementedError
+
+    def _search(self, text: str, k: int) -> Results:
+        return [(item.id, float(item.score)) for item in self._retriever.retrieve(QueryBundle(query_str=text), k)]
+
+    def _sparse(self, collection: Any) -> SparseRetriever:
+        sparse = SparseRetriever(tokenize_fn=collection_analyzer(self.params, collection, self.stats))
+        sparse.index(self._items)
+        return sparse
+
+    def _dense(self, collection: Any, cache_dir: Path | None) -> tuple[DenseRetriever, CorpusVectors]:
+        vectors = CorpusVectors(self.params["embedder"], self.params["dim"], collection.texts, cache_dir)
+        contexts = InMemoryContextStore()
+        for item in self._items:
+            contexts.add(item)
+        dense = DenseRetriever(MatrixVectorStore(collection.doc_ids, vectors), contexts, embed_fn=vectors.embed_query)
+        return dense, vectors
+
+
+class PipelineSparse(PipelineSystem):
+    """seed 004 ``SparseRetriever``: rank_bm25's ``BM25Okapi`` (its own idf with epsilon), max-normalised."""
+
+    family = "pipeline.sparse"
+    description = "pipeline SparseRetriever (rank_bm25 BM25Okapi)"
+    param_specs = dict(ANALYZER_PARAMS)
+
+    def _build(self, collection: Any, cache_dir: Path | None) -> Any:
+        return self._sparse(collection)
+
+
+class PipelineDense(PipelineSystem):
+    """seed 004 ``DenseRetriever`` over the collection's cached offline embeddings."""
+
+    family = "pipeline.dense"
+    description = "pipeline DenseRetriever (cosine over offline embeddings)"
+    param_specs = dict(EMBEDDER_PARAMS)
+
+    def _build(self, collection: Any, cache_dir: Path | None) -> Any:
+        return self._dense(collection, cache_dir)[0]
+
+
+class PipelineHybrid(PipelineSystem):
+    """seed 004 ``HybridRetriever``: RRF of sparse and dense, each asked for the run depth."""
+
+    family = "pipeline.hybrid"
+    description = "pipeline HybridRetriever (RRF of sparse + dense)"
+    param_specs = {
+        **ANALYZER_PARAMS,
+        **EMBEDDER_PARAMS,
+        "rrf_k": ParamSpec(60, "int", "RRF constant k", minimum=1),
+        "weights": ParamSpec([1.0, 1.0], "floats", "weights of [sparse, dense]", minimum=0.0),
+    }
+
+    @classmethod
+    def check_combination(cls, params: dict[str, Any], where: str) -> None:
+        if len(params["weights"]) != 2:
+            raise ConfigError(f"{where}.weights: give 2 weights ([sparse, dense]), got {params['weights']!r}")
+
+    def _build(self, collection: Any, cache_dir: Path | None) -> Any:
+        dense, _ = self._dense(collection, cache_dir)
+        return HybridRetriever([self._sparse(collection), dense], rrf_k=self.params["rrf_k"],
+                               weights=list(self.params["weights"]))
+
+
+class FirstStageReranked:
+    """BM25 first stage then ``CrossEncoderReranker`` (a ``Retriever`` built from seed 004's parts)."""
+
+    def __init__(self, first_stage: SparseRetriever, reranker: CrossEncoderReranker, first_stage_k: int):
+        self.first_stage = first_stage
+        self.reranker = reranker
+        self.first_stage_k = first_stage_k
+
+    def retrieve(self, query: QueryBundle, top_k: int = 10) -> list[ContextItem]:
+        return self.reranker.rerank(query, self.first_stage.retrieve(query, self.first_stage_k), top_k)
+
+
+class PipelineRerank(PipelineSystem):
+    """BM25 top ``first_stage_k`` re-ranked by ``CrossEncoderReranker`` scoring cosine(query, doc) embeddings.
+
+    The offline embedder stands in for a cross-encoder (none ships offline): a real scorer, not a stub.
+    """
+
+    family = "pipeline.rerank"
+    description = "pipeline BM25 top-100 -> CrossEncoderReranker (embedding cosine)"
+    param_specs = {**ANALYZER_PARAMS, **EMBEDDER_PARAMS, "first_stage_k": FIRST_STAGE_K}
+
+    def _build(self, collection: Any, cache_dir: Path | None) -> Any:
+        _, vectors = self._dense(collection, cache_dir)
+        row_of = {text: row for row, text in enumerate(collection.texts)}
+
+        def score(query: str, content: str) -> float:
+            return cosine(vectors.embed_query(query), vectors.matrix[row_of[content]])
+
+        reranker = CrossEncoderReranker(score)
+        return FirstStageReranked(self._sparse(collection), reranker, self.params["first_stage_k"])
+
+
+class PipelineRouted(PipelineSystem):
+    """seed 004 ``RoutedRetriever`` choosing sparse or dense per query.
+
+    ``router="language"``: a ``CallbackRouter`` sending queries with Arabic letters to sparse (the
+    wordllama vocabulary is English-only) and the rest to dense. ``router="keyword"``: a
+    ``KeywordRouter`` sending queries containing one of ``keywords`` to sparse, others to dense.
+    """
+
+    family = "pipeline.routed"
+    description = "pipeline RoutedRetriever (sparse or dense per query)"
+    param_specs = {
+        **ANALYZER_PARAMS,
+        **EMBEDDER_PARAMS,
+        "router": ParamSpec("language", "str", "how a query picks its retriever", choices=("language", "keyword")),
+        "keywords": ParamSpec([], "strs", "keyword router: words sending a query to sparse"),
+    }
+
+    @classmethod
+    def check_combination(cls, params: dict[str, Any], where: str) -> None:
+        if params["router"] == "keyword" and not params["keywords"]:
+            raise ConfigError(f"{where}.keywords: router = \"keyword\" needs a non-empty list of keywords")
+
+    def _build(self, collection: Any, cache_dir: Path | None) -> Any:
+        dense, _ = self._dense(collection, cache_dir)
+        retrievers = {"sparse": self._sparse(collection), "dense": dense}
+        if self.params["router"] == "keyword":
+            router = KeywordRouter({"sparse": list(self.params["keywords"])}, default="dense")
+        else:
+            router = CallbackRouter(
+                lambda query: "sparse" if ARABIC_LETTER.search(query.query_str) else "dense", default="dense"
+            )
+        return RoutedRetriever(router, retrievers, default_retriever="dense")
+
+
+class PipelineLateInteraction(PipelineSystem):
+    """seed 004 ``LateInteractionRetriever``: BM25 candidates re-scored by MaxSim over wordllama token vectors."""
+
+    family = "pipeline.late_interaction"
+    description = "pipeline LateInteractionRetriever (BM25 -> MaxSim, wordllama token vectors)"
+    param_specs = {
+        **ANALYZER_PARAMS,
+        "dim": EMBEDDER_PARAMS["dim"],
+        "first_stage_k": FIRST_STAGE_K,
+    }
+
+    def _build(self, collection: Any, cache_dir: Path | None) -> Any:
+        return LateInteractionRetriever(
+            self._sparse(collection),
+            WordLlamaTokenEncoder(self.params["dim"]),
+            LateInteractionScorer(maxsim),
+            first_stage_k=self.params["first_stage_k"],
+        )
