@@ -15,7 +15,7 @@ SHARED_DIR = Path(__file__).resolve().parents[1] / ".." / "shared"
 def shared_dir() -> Path:
     """``<repo>/../shared``; tests that need it skip with a clear message when it is absent."""
     if not SHARED_DIR.is_dir():
-        pytest.skip(f"shared data folder not found at {SHARED_DIR.resolve()} (expected beside the repository)")
+        pytest.skip(f"shared data folder not found at {SHARED_DIR.resolve()} (put it beside the repository)")
     return SHARED_DIR
 
 
@@ -47,7 +47,7 @@ def read_beir(folder: Path) -> BeirCorpus:
 
 @pytest.fixture(scope="session")
 def scifact(shared_dir: Path) -> BeirCorpus:
-    """BEIR SciFact (5,183 documents, 1,109 queries, 300 test queries) from ``../shared/datasets/beir-scifact``."""
+    """BEIR SciFact (5,183 documents, 1,109 queries, 300 of them test) from ``datasets/beir-scifact``."""
     folder = shared_dir / "datasets" / "beir-scifact"
     if not (folder / "corpus.jsonl").is_file():
         pytest.skip(f"SciFact not found under {folder.resolve()}")

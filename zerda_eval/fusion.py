@@ -13,24 +13,25 @@ Methods and where they come from:
   ``0.20 * rrf / max(rrf)`` over the inputs' ranked lists. ``rrf_order="fixed"`` adds the bonus after the
   weighted sum; ``"as_documented"`` reproduces the documented ordering bug (the bonus is computed before
   the weighted sum overwrites the score, so it is discarded).
-- ``pipeline_rrf``: seed 004's ``rrf_fuse``: weighted RRF, scores normalised by their maximum.
+- ``pipeline_rrf``: seed 004's ``retrieval.pipeline.fusion.rrf_fuse`` itself: weighted RRF, scores
+  divided by their maximum.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from retrieval.core import rrf_scores
+from retrieval.zerda.config import FIXED, RRF_ORDERS, RetrieverConfig
+from retrieval.zerda.retriever import HybridRetriever
 from zerda_eval.errors import ConfigError, unknown_value_message
 
 Ranking = list[tuple[str, float]]
 RunDict = dict[str, Ranking]
 
-ZERDA_RRF_BONUS = 0.20  # seed 000: "a flat 20%-of-the-max bonus weight, hardcoded"
-RRF_ORDERS = ("as_documented", "fixed")
 NORMS = {"min-max": "min-max", "z-score": "zmuv", "none": None}
 WEIGHT_STEP = 0.1
 
@@ -58,10 +59,14 @@ FUSION_METHODS: dict[str, ParamSpec] = {
     "combmnz": {"norm": _NORM_MINMAX, "top_k": _TOP_K},
     "wsum": {"norm": _NORM_MINMAX, "weights": _WEIGHTS, "top_k": _TOP_K},
     "zerda": {
-        "rrf_order": Param("fixed", "when the RRF bonus is added (seed 000's ordering bug)", RRF_ORDERS),
-        "weights": _WEIGHTS,
+        "rrf_order": Param(
+            RetrieverConfig.rrf_order, "when the RRF bonus is added (seed 000's bug)", RRF_ORDERS
+        ),
+        "weights": Param(
+            None, "one weight per input; None: seed 000's [0.6 vector, 0.3 keyword] for 2 inputs"
+        ),
         "norm": _NORM_NONE,
-        "k": _K,
+        "k": Param(HybridRetriever.RRF_K, "RRF constant of the bonus (seed 000: 60)"),
         "top_k": _TOP_K,
     },
     "pipeline_rrf": {"k": _K, "weights": _WEIGHTS, "top_k": _TOP_K},
@@ -100,7 +105,7 @@ def resolve_fusion_params(method: str, params: Mapping[str, Any], where: str = "
 
 
 def weight_sweep(step: float = WEIGHT_STEP) -> list[list[float]]:
-    """Weights ``[w, 1 - w]`` for two inputs, ``w`` from 0 to 1 in ``step`` (rounded to avoid 0.30000000000000004)."""
+    """Weights ``[w, 1 - w]`` for two inputs, ``w`` from 0 to 1 in ``step`` (rounded to 10 places)."""
     n = round(1 / step)
     return [[round(i * step, 10), round(1 - i * step, 10)] for i in range(n + 1)]
 
@@ -118,7 +123,9 @@ def fuse_runs(method: str, runs: Sequence[Mapping[str, Ranking]], **params: Any)
     if method in _RANX_METHOD and not (method == "rrf" and weights is not None):
         fused = _fuse_with_ranx(method, aligned, resolved)
     elif method == "rrf":
-        fused = {qid: rrf_scores([_ids(r[qid]) for r in aligned], weights, resolved["k"]) for qid in query_ids}
+        fused = {
+            qid: rrf_scores([_ids(r[qid]) for r in aligned], weights, resolved["k"]) for qid in query_ids
+        }
     elif method == "pipeline_rrf":
         fused = {qid: _pipeline_rrf([r[qid] for r in aligned], weights, resolved["k"]) for qid in query_ids}
     else:
@@ -136,7 +143,9 @@ def _ids(ranking: Ranking) -> list[str]:
     return [doc_id for doc_id, _ in ranking]
 
 
-def _fuse_with_ranx(method: str, runs: list[RunDict], resolved: dict[str, Any]) -> dict[str, dict[str, float]]:
+def _fuse_with_ranx(
+    method: str, runs: list[RunDict], resolved: dict[str, Any]
+) -> dict[str, dict[str, float]]:
     from ranx import Run, fuse
 
     ranx_runs = [Run({qid: dict(ranking) for qid, ranking in run.items()}) for run in runs]
@@ -151,11 +160,13 @@ def _fuse_with_ranx(method: str, runs: list[RunDict], resolved: dict[str, Any]) 
     return {qid: fused.get(qid, {}) for qid in runs[0]}
 
 
-def _pipeline_rrf(rankings: list[Ranking], weights: Sequence[float] | None, k: float) -> dict[Hashable, float]:
-    """Seed 004 ``rrf_fuse``: weighted RRF over the lists, divided by the maximum fused score."""
-    scores = rrf_scores([_ids(r) for r in rankings], weights, k)
-    top = max(scores.values(), default=0.0)
-    return {doc: score / top for doc, score in scores.items()} if top > 0 else scores
+def _pipeline_rrf(rankings: list[Ranking], weights: Sequence[float] | None, k: float) -> dict[str, float]:
+    """Seed 004's own ``rrf_fuse`` on the doc ids (items built without validation: only ``id`` matters)."""
+    from retrieval.pipeline.fusion import rrf_fuse
+    from retrieval.pipeline.models import ContextItem
+
+    lists = [[ContextItem.model_construct(id=d, content="", metadata={}) for d in _ids(r)] for r in rankings]
+    return {item.id: item.score for item in rrf_fuse(lists, list(weights) if weights else None, k)}
 
 
 def _normalise(ranking: Ranking, norm: str) -> dict[str, float]:
@@ -175,28 +186,36 @@ def _normalise(ranking: Ranking, norm: str) -> dict[str, float]:
 def zerda_scores(
     rankings: list[Ranking], weights: Sequence[float], rrf_order: str, k: float = 60, norm: str = "none"
 ) -> dict[str, float]:
-    """Seed 000 ``HybridRetriever`` scoring of one query: weighted composite plus, if ``fixed``, the RRF bonus.
+    """Seed 000 ``HybridRetriever`` scores of one query: weighted sum plus, if ``fixed``, the RRF bonus.
 
     A document absent from an input scores 0 there (the seed's ``ScoredChunk`` defaults). The bonus is
-    ``ZERDA_RRF_BONUS * rrf / max(rrf)``; with ``as_documented`` it is computed and discarded, as the seed's
-    source does (its ``=`` assignment overwrites the bonus).
+    ``HybridRetriever.RRF_BONUS_WEIGHT * rrf / max(rrf)`` (0.20); with ``as_documented`` it is computed and
+    discarded, as the seed's source does (its ``=`` assignment overwrites the bonus). The retriever keeps
+    these steps in methods on ``ScoredChunk`` objects; here they act on the scores of fused runs.
     """
     per_input = [_normalise(r, norm) for r in rankings]
     composite: dict[str, float] = {}
     for doc_id in dict.fromkeys(d for r in rankings for d, _ in r):
-        composite[doc_id] = sum(w * scores.get(doc_id, 0.0) for w, scores in zip(weights, per_input, strict=True))
-    if rrf_order == "fixed":
+        composite[doc_id] = sum(
+            w * scores.get(doc_id, 0.0) for w, scores in zip(weights, per_input, strict=True)
+        )
+    if rrf_order == FIXED:
         rrf = rrf_scores([_ids(r) for r in rankings], k=k)
         top = max(rrf.values(), default=0.0)
         if top > 0:
             for doc_id, value in rrf.items():
-                composite[doc_id] += ZERDA_RRF_BONUS * value / top
+                composite[doc_id] += HybridRetriever.RRF_BONUS_WEIGHT * value / top
     return composite
 
 
-def _fuse_zerda(runs: list[RunDict], query_ids: list[str], resolved: dict[str, Any]) -> dict[str, dict[str, float]]:
-    weights = resolved["weights"] or [1.0] * len(runs)
+def _fuse_zerda(
+    runs: list[RunDict], query_ids: list[str], resolved: dict[str, Any]
+) -> dict[str, dict[str, float]]:
+    seed_weights = [RetrieverConfig.vector_weight, RetrieverConfig.keyword_weight]
+    weights = resolved["weights"] or (seed_weights if len(runs) == 2 else [1.0] * len(runs))
     return {
-        qid: zerda_scores([r[qid] for r in runs], weights, resolved["rrf_order"], resolved["k"], resolved["norm"])
+        qid: zerda_scores(
+            [r[qid] for r in runs], weights, resolved["rrf_order"], resolved["k"], resolved["norm"]
+        )
         for qid in query_ids
     }

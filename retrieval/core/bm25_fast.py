@@ -27,9 +27,9 @@ from retrieval.core.bm25 import DEFAULT_B, DEFAULT_K1, bm25_idf, unique_terms, v
 _ARRAYS = ("data", "indices", "indptr")
 
 
-# The kernel of ``top_k_batch``: every BM25 weight is > 0 (idf > 0, tf >= 1), so a score of 0.0 means
-# "not touched yet"; untouched documents tie at 0.0 and fill a short result lowest index first, as
-# ``heapq.nlargest`` does. The heap's root is the worst kept (lowest score, then highest doc index).
+# The kernel of ``top_k_batch``, per query: add each term's posting weights into a dense score row,
+# then scan the row in document order keeping the k best in a heap whose root is the worst kept
+# (lowest score, then highest doc index), so ties go to the lower index as with ``heapq.nlargest``.
 
 
 @numba.njit(cache=True, inline="always")
@@ -69,41 +69,25 @@ def _push(heap_scores, heap_docs, size, score, doc):  # type: ignore[no-untyped-
 
 
 @numba.njit(cache=True, parallel=True)
-def _top_k_kernel(indptr, indices, data, query_indptr, query_terms, n_docs, out_docs, out_scores):  # type: ignore[no-untyped-def]
+def _top_k_kernel(indptr, indices, data, query_indptr, query_terms, n_docs, n_chunks, out_docs, out_scores):  # type: ignore[no-untyped-def]
     n_queries, k = out_docs.shape
-    n_chunks = min(n_queries, numba.get_num_threads())
     for chunk in numba.prange(n_chunks):
         scores = np.zeros(n_docs)
-        touched = np.empty(n_docs, dtype=np.int64)
         heap_scores = np.empty(k)
         heap_docs = np.empty(k, dtype=np.int64)
         for query in range(chunk * n_queries // n_chunks, (chunk + 1) * n_queries // n_chunks):
-            n_touched = 0
             for term_pos in range(query_indptr[query], query_indptr[query + 1]):
                 term = query_terms[term_pos]
                 for posting in range(indptr[term], indptr[term + 1]):
-                    doc = indices[posting]
-                    if scores[doc] == 0.0:
-                        touched[n_touched] = doc
-                        n_touched += 1
-                    scores[doc] += data[posting]
-            size = 0
-            for pos in range(n_touched):
-                doc = touched[pos]
-                if size < k:
-                    _push(heap_scores, heap_docs, size, scores[doc], doc)
-                    size += 1
-                elif _worse(heap_scores[0], heap_docs[0], scores[doc], doc):
+                    scores[indices[posting]] += data[posting]
+            for doc in range(k):
+                _push(heap_scores, heap_docs, doc, scores[doc], doc)
+            # Later documents have higher indices, so only a strictly higher score displaces the root.
+            for doc in range(k, n_docs):
+                if scores[doc] > heap_scores[0]:
                     heap_scores[0], heap_docs[0] = scores[doc], doc
-                    _sift_down(heap_scores, heap_docs, size, 0)
-            doc = 0
-            while size < k:
-                if scores[doc] == 0.0:
-                    _push(heap_scores, heap_docs, size, 0.0, doc)
-                    size += 1
-                doc += 1
-            for pos in range(n_touched):
-                scores[touched[pos]] = 0.0
+                    _sift_down(heap_scores, heap_docs, k, 0)
+            scores[:] = 0.0
             for pos in range(k - 1, -1, -1):  # pop the worst first, so the row ends best first
                 out_scores[query, pos], out_docs[query, pos] = heap_scores[0], heap_docs[0]
                 heap_scores[0], heap_docs[0] = heap_scores[pos], heap_docs[pos]
@@ -187,8 +171,17 @@ class SparseBM25:
         if width and len(queries_tokens):
             queries = self._query_matrix(queries_tokens)
             w = self.weights
+            n_chunks = min(len(queries_tokens), numba.get_num_threads())
             _top_k_kernel(
-                w.indptr, w.indices, w.data, queries.indptr, queries.indices, self.n_docs, docs, scores
+                w.indptr,
+                w.indices,
+                w.data,
+                queries.indptr,
+                queries.indices,
+                self.n_docs,
+                n_chunks,
+                docs,
+                scores,
             )
         return docs, scores
 

@@ -91,6 +91,16 @@ class CohereReranker:
         )
 
 
+def _import_flashrank() -> Any:
+    try:
+        import flashrank
+    except ImportError as exc:
+        raise RetrieverError(
+            "FlashRankReranker needs the flashrank package; install it with `pip install flashrank`"
+        ) from exc
+    return flashrank
+
+
 class FlashRankReranker:
     """``Reranker`` backed by the ``flashrank`` package (ONNX cross-encoders), loaded on first use.
 
@@ -116,20 +126,21 @@ class FlashRankReranker:
     def _get_ranker(self) -> Any:
         """The flashrank ``Ranker``, created on the first call."""
         if self._ranker is None:
-            try:
-                from flashrank import Ranker
-                from flashrank.Config import default_cache_dir
-            except ImportError as exc:
-                raise RetrieverError(
-                    "FlashRankReranker needs the flashrank package; install it with `pip install flashrank`"
-                ) from exc
+            flashrank = _import_flashrank()
+            from flashrank.Config import default_cache_dir
+
             cache_dir = self.cache_dir or default_cache_dir
             if not (Path(cache_dir) / self.model_name).is_dir():
                 raise RetrieverError(
                     f"flashrank model files for {self.model_name!r} not found in {cache_dir}; "
                     "download them once (flashrank.Ranker with network) or pass cache_dir="
                 )
-            self._ranker = Ranker(model_name=self.model_name, cache_dir=cache_dir)
+            try:
+                self._ranker = flashrank.Ranker(model_name=self.model_name, cache_dir=cache_dir)
+            except Exception as exc:  # unreadable or partial model files
+                raise RetrieverError(
+                    f"flashrank could not load {self.model_name!r} from {cache_dir}: {exc}"
+                ) from exc
         return self._ranker
 
     def rerank(
@@ -137,13 +148,10 @@ class FlashRankReranker:
     ) -> list[ContextItem]:
         if not items:
             return []
-        from flashrank import RerankRequest
-
+        ranker = self._get_ranker()
         passages = [{"id": i, "text": item.content} for i, item in enumerate(items)]
-        results = self._get_ranker().rerank(RerankRequest(query=query.query_str, passages=passages))
-        chosen = pick_by_index(
-            items, [int(r["id"]) for r in results], "rerank_score", rerank_method="flashrank"
-        )
+        results = ranker.rerank(_import_flashrank().RerankRequest(query=query.query_str, passages=passages))
+        chosen = pick_by_index(items, [int(r["id"]) for r in results], "flashrank")
         raw = [float(r["score"]) for r in results]
         return cut(
             rescore_sorted(chosen, raw, "rerank_score", rerank_method="flashrank"),

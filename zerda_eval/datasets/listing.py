@@ -28,6 +28,6 @@ def list_datasets() -> pd.DataFrame:
         qrels = list(dataset.qrels_iter())
         judged = {qrel.query_id for qrel in qrels}
         queries = sum(1 for query in dataset.queries_iter() if query.query_id in judged)
-        docs = sum(1 for _ in dataset.docs_iter())
+        docs = dataset.docs_count() or sum(1 for _ in dataset.docs_iter())
         rows.append([dataset_id, spec.language, docs, queries, len(qrels), spec.source, spec.licence])
     return pd.DataFrame(rows, columns=COLUMNS)

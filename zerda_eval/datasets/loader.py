@@ -27,6 +27,7 @@ def load_collection(dataset_id: str, **options: Any) -> Collection:
     ``dataset_id`` only names it.
     """
     if "path" in options:
+        options = {**options, "path": str(options["path"])}
         beir_format = options.get("format", "beir") == "beir"
         resolved = protocols.resolve_options(dataset_id, options, extra=USER_OPTIONS, beir_format=beir_format)
         return _cached_user(dataset_id, _freeze(resolved))

@@ -6,9 +6,10 @@ Every option is explicit and ends up in ``Collection.options`` (hence in every r
   (``retrieval.core.analyzer``); recorded here, applied by the systems. Default "none", the seed
   tokenizer unchanged.
 - ``ignore_identical_ids`` (bool): drop a retrieved doc whose id equals the query id (BEIR's self-hit
-  rule, on by default in BEIR's evaluator). On for ``beir/*`` ids and BEIR-format folders, to match BEIR's published numbers
-  (for SciFact it changes nothing: no doc id equals a query id); off elsewhere, where equal ids are a
-  coincidence (cranfield and vaswani number both from 1) and the filter would drop real hits.
+  rule, on by default in BEIR's evaluator). On for ``beir/*`` ids and BEIR-format folders, to match
+  BEIR's published numbers (for SciFact it changes nothing: no doc id equals a query id); off
+  elsewhere, where equal ids are a coincidence (cranfield and vaswani number both from 1) and the
+  filter would drop real hits.
 - ``relevance`` (cranfield only): "5-code" (default) turns Cleverdon's codes 1 (complete answer) ..
   4 (minimum interest) into grades 4 .. 1 and drops code -1 (the query's source document); "raw"
   keeps ir_datasets' codes, which invert graded measures such as nDCG.

@@ -31,7 +31,8 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
             line = raw.decode("utf-8").removeprefix("\ufeff").rstrip("\r")
         except UnicodeDecodeError as error:
             raise DataFormatError(
-                f"{path}:{number}: not UTF-8 text ({error.reason} at byte {error.start}); re-save the file as UTF-8"
+                f"{path}:{number}: not UTF-8 text ({error.reason} at byte {error.start}); "
+                "re-save the file as UTF-8"
             ) from None
         if line.strip():
             yield number, line
@@ -118,5 +119,5 @@ def load_user_collection(name: str, options: dict[str, Any]) -> Collection:
     docs = _docs(corpus)
     queries = [GenericQuery(qid, text) for _, qid, text in _records(queries_file)]
     qrels = _qrels(qrels_file, trec, {d.doc_id for d in docs}, {q.query_id for q in queries})
-    language = options.setdefault("language", "en")
+    language = options.pop("language", "en")
     return build_collection(name, language, docs, queries, qrels, options)

@@ -21,6 +21,17 @@ from zerda_eval.datasets.collection import NO_ANSWER_ID
 Results = list[tuple[str, float]]
 
 
+KIND_TEXT = {
+    "float": "a number",
+    "int": "an integer",
+    "str": "a string",
+    "bool": "true or false",
+    "floats": "a list of numbers, each",
+    "strs": "a list of strings",
+    "table": "a table",
+}
+
+
 @dataclass(frozen=True)
 class ParamSpec:
     """One parameter of a family: default, accepted type, allowed values or range, and what it does.
@@ -49,7 +60,7 @@ class ParamSpec:
             bounds.append(f">= {self.minimum}")
         if self.maximum is not None:
             bounds.append(f"<= {self.maximum}")
-        return f"a {self.kind}" + (" " + " and ".join(bounds) if bounds else "")
+        return KIND_TEXT[self.kind] + (" " + " and ".join(bounds) if bounds else "")
 
     def check(self, value: Any, where: str) -> Any:
         """Return ``value`` if it fits this spec, else raise a one-line ``ConfigError`` naming ``where``."""

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.core.bm25_fast import top_k_rows
 from zerda_eval.systems.base import ParamSpec
 
 EMBEDDERS = ("wordllama", "lsa")
@@ -50,9 +49,9 @@ class CorpusVectors:
 
     def top_k(self, query_vector: Any, k: int) -> list[tuple[int, float]]:
         """``[(row, cosine), ...]`` best first, ties by lower row."""
-        scores = self.matrix @ np.asarray(query_vector, dtype=np.float32)
-        rows, values = top_k_rows(scores[None, :].astype(np.float64), k)
-        return list(zip(rows[0].tolist(), values[0].tolist(), strict=True))
+        scores = (self.matrix @ np.asarray(query_vector, dtype=np.float32)).astype(np.float64)
+        rows = np.lexsort((np.arange(scores.size), -scores))[: max(k, 0)]
+        return list(zip(rows.tolist(), scores[rows].tolist(), strict=True))
 
 
 class MatrixVectorStore:

@@ -1,5 +1,6 @@
 """rrf_fuse: hand-computed RRF and parity with ranx's fuse(method="rrf") (the only ranx module here)."""
 
+import itertools
 import random
 
 import pytest
@@ -61,5 +62,6 @@ def test_rrf_fuse_matches_ranx(random_lists, k):
         fused = rrf_fuse([items(ids) for ids in lists], k=k)
         ours = {f.id: f.metadata["rrf_score"] for f in fused}
         assert ours == pytest.approx(expected[q], rel=1e-9)
-        # same order (RRF values here have no ties)
-        assert [f.id for f in fused] == sorted(expected[q], key=lambda d: -expected[q][d])
+        # same order: ranx's values along our ranking never increase (ties may be ordered either way)
+        theirs = [expected[q][f.id] for f in fused]
+        assert all(a >= b for a, b in itertools.pairwise(theirs))

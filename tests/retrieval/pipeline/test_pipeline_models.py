@@ -24,8 +24,8 @@ from retrieval.pipeline import (
     RetrieverError,
     SourceType,
     SparseRetriever,
-    TokenLevelEncoder,
     Tokenizer,
+    TokenLevelEncoder,
     VectorStore,
 )
 
@@ -110,7 +110,7 @@ def test_vector_store_search_order_and_dimension_errors():
     hits = store.search([1.0, 0.0], top_k=2)
     assert [h[0] for h in hits] == ["x", "y"]
     assert hits[1][1] == pytest.approx(2**-0.5)
-    with pytest.raises(RetrieverError, match="'w'.*dimension 3"):
+    with pytest.raises(RetrieverError, match=r"'w'.*dimension 3"):
         store.add_embedding("w", [1.0, 0.0, 0.0])
     with pytest.raises(RetrieverError, match="query embedding has dimension 1"):
         store.search([1.0])

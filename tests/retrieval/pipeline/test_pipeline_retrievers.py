@@ -111,7 +111,7 @@ def test_sparse_zero_idf_terms_match_nothing():
 def test_sparse_top_k_and_custom_tokenizer():
     assert len(sparse().retrieve(QueryBundle(query_str="apple date"), top_k=1)) == 1
     retriever = SparseRetriever(tokenize_fn=lambda text: text.split("-"))
-    retriever.index([ContextItem(id="a", content="x-y"), ContextItem(id="b", content="z-w")])
+    retriever.index([ContextItem(id=i, content=t) for i, t in [("a", "x-y"), ("b", "z-w"), ("c", "v")]])
     assert [r.id for r in retriever.retrieve(QueryBundle(query_str="x"))] == ["a"]
 
 
@@ -146,7 +146,7 @@ def test_hybrid_skips_failures_and_fails_when_all_fail():
     hybrid = HybridRetriever([FailingRetriever(), StaticRetriever(["x", "y"])], weights=[5.0, 1.0])
     results = hybrid.retrieve(QueryBundle(query_str="q"), top_k=1)
     assert [r.id for r in results] == ["x"] and results[0].metadata["rrf_score"] == pytest.approx(1 / 61)
-    with pytest.raises(RetrieverError, match="all 2 sub-retrievers failed.*backend down"):
+    with pytest.raises(RetrieverError, match=r"all 2 sub-retrievers failed.*backend down"):
         HybridRetriever([FailingRetriever(), FailingRetriever()]).retrieve(QueryBundle(query_str="q"))
 
 
@@ -159,9 +159,9 @@ def test_hybrid_with_real_dense_and_sparse():
     sparse_r = SparseRetriever()
     sparse_r.index(items)
     results = HybridRetriever([dense_r, sparse_r]).retrieve(QueryBundle(query_str="apple"), top_k=2)
-    # dense ranks d3 first, sparse ranks d0 first (and only): both get 1/61, tie kept in first-seen order
-    assert [r.id for r in results] == ["d3", "d0"]
-    assert [r.score for r in results] == pytest.approx([1.0, 1.0])
+    # dense: d3 (cosine 1), then d0, d1, d2 tied at 0 in index order; sparse: d0 only
+    assert [r.id for r in results] == ["d0", "d3"]
+    assert [r.metadata["rrf_score"] for r in results] == pytest.approx([1 / 62 + 1 / 61, 1 / 61])
 
 
 def test_hybrid_construction_errors():

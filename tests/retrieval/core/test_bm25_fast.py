@@ -1,0 +1,147 @@
+"""SparseBM25 must give BM25Index's numbers: scores to 1e-9 and identical top-k (ties by lower doc index)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from retrieval.core import BM25Index, tokenize
+from retrieval.core.bm25_fast import SparseBM25
+
+BUNDLED = [
+    "beir/scifact/test",
+    "cranfield",
+    "vaswani",
+    "quranqa23/taskA/train+dev",
+    "tydiqa-goldp/ar/dev",
+    "xquad/ar",
+]
+MAX_QUERIES = 100
+
+
+def assert_same_top_k(fast: SparseBM25, ref: BM25Index, queries: list[list[str]], k: int) -> None:
+    docs, scores = fast.top_k_batch(queries, k)
+    assert docs.shape == scores.shape == (len(queries), min(k, len(ref)))
+    for row, query in enumerate(queries):
+        expected = ref.top_k(query, k)
+        assert docs[row].tolist() == [doc for doc, _ in expected], f"query {row}: {query}"
+        np.testing.assert_allclose(scores[row], [score for _, score in expected], rtol=0, atol=1e-9)
+
+
+def backed_by_memmap(array: np.ndarray) -> bool:
+    """True when ``array`` or one of the arrays it views is a ``np.memmap`` (no copy was made)."""
+    while isinstance(array, np.ndarray):
+        if isinstance(array, np.memmap):
+            return True
+        array = array.base
+    return False
+
+
+@pytest.fixture(scope="module", params=BUNDLED)
+def bundled(request: pytest.FixtureRequest) -> tuple[SparseBM25, BM25Index, list[list[str]]]:
+    """Each bundled corpus indexed once by both implementations, with up to 100 evenly spread queries."""
+    from zerda_eval.datasets import load_collection
+
+    collection = load_collection(request.param)
+    corpus = [tokenize(text) for text in collection.texts]
+    texts = list(collection.queries.values())
+    step = math.ceil(len(texts) / MAX_QUERIES)
+    queries = [tokenize(text) for text in texts[::step]]
+    return SparseBM25().fit(corpus), BM25Index().fit(corpus), queries
+
+
+def test_scores_and_top_k_equal_reference_on_bundled_dataset(bundled) -> None:
+    fast, ref, queries = bundled
+    top_100 = [ref.top_k(query, 100) for query in queries]
+    for query in queries:
+        np.testing.assert_allclose(fast.scores(query), ref.scores(query), rtol=0, atol=1e-9)
+    for k in (10, 100):
+        docs, scores = fast.top_k_batch(queries, k)
+        for row, expected in enumerate(top_100):
+            assert docs[row].tolist() == [doc for doc, _ in expected[:k]], f"query {row}: {queries[row]}"
+            np.testing.assert_allclose(scores[row], [score for _, score in expected[:k]], rtol=0, atol=1e-9)
+
+
+# Documents 0/2 and 3/5 are duplicates (exact score ties); 1 and 4 never match "apple" or "pear".
+TIED_CORPUS = [
+    ["apple", "pear", "apple"],
+    ["kiwi", "plum"],
+    ["apple", "pear", "apple"],
+    ["pear", "fig"],
+    [],
+    ["pear", "fig"],
+]
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 6, 50])
+@pytest.mark.parametrize(
+    "query", [["apple"], ["pear"], ["pear", "pear", "apple"], ["durian"], [], ["fig", "kiwi"]]
+)
+def test_ties_and_zero_scores_go_to_lower_doc_index(query: list[str], k: int) -> None:
+    fast = SparseBM25().fit(TIED_CORPUS)
+    assert_same_top_k(fast, BM25Index().fit(TIED_CORPUS), [query], k)
+
+
+def test_hand_computed_score() -> None:
+    # "apple" is in docs 0 and 2 of 6: idf = log((6 - 2 + 0.5) / (2 + 0.5) + 1); avgdl = 12 / 6.
+    idf = math.log(4.5 / 2.5 + 1)
+    norm = 1.5 * (1 - 0.75 + 0.75 * 3 / 2)
+    expected = idf * 2 * 2.5 / (2 + norm)
+    scores = SparseBM25().fit(TIED_CORPUS).scores(["apple", "apple"])
+    np.testing.assert_allclose(scores, [expected, 0, expected, 0, 0, 0], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(("k1", "b"), [(0.0, 0.0), (0.9, 0.4), (2.0, 1.0)])
+def test_other_parameters_equal_reference(k1: float, b: float) -> None:
+    corpus = [tokenize(text) for text in ["the cat sat on the mat", "a dog and a cat", "mat mat mat", "dog"]]
+    queries = [["cat", "mat"], ["dog"], ["the", "dog", "cat"]]
+    fast, ref = SparseBM25(k1=k1, b=b).fit(corpus), BM25Index(k1=k1, b=b).fit(corpus)
+    for query in queries:
+        np.testing.assert_allclose(fast.scores(query), ref.scores(query), rtol=0, atol=1e-12)
+    assert_same_top_k(fast, ref, queries, 3)
+
+
+def test_many_queries_split_across_threads_keep_their_order() -> None:
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(40)]
+    corpus = [list(rng.choice(words, size=rng.integers(0, 12))) for _ in range(300)]
+    queries = [list(rng.choice(words, size=rng.integers(0, 5))) for _ in range(97)]
+    assert_same_top_k(SparseBM25().fit(corpus), BM25Index().fit(corpus), queries, 7)
+
+
+def test_empty_corpus_and_non_positive_k() -> None:
+    empty = SparseBM25().fit([])
+    assert empty.scores(["apple"]).shape == (0,)
+    assert empty.top_k_batch([["apple"], []], 10)[0].shape == (2, 0)
+    assert SparseBM25().fit(TIED_CORPUS).top_k_batch([["apple"]], 0)[0].shape == (1, 0)
+
+
+@pytest.mark.parametrize(("k1", "b"), [(-0.1, 0.75), (1.5, 1.2), (float("nan"), 0.5)])
+def test_invalid_parameters_raise(k1: float, b: float) -> None:
+    with pytest.raises(ValueError, match="BM25"):
+        SparseBM25(k1=k1, b=b)
+
+
+def test_saved_index_loads_memory_mapped_with_the_same_results(tmp_path) -> None:
+    corpus = [tokenize(text) for text in ["الكتاب على الطاولة", "the cat sat", "cat and the hat", ""]]
+    fast = SparseBM25(k1=1.2, b=0.5).fit(corpus)
+    fast.save(tmp_path)
+    loaded = SparseBM25.load(tmp_path, mmap=True)
+    assert all(backed_by_memmap(getattr(loaded.weights, name)) for name in ("data", "indices", "indptr"))
+    assert (loaded.k1, loaded.b, loaded.vocabulary) == (1.2, 0.5, fast.vocabulary)
+    queries = [["cat", "the"], ["الكتاب"], ["unknown"]]
+    for got, want in zip(loaded.top_k_batch(queries, 4), fast.top_k_batch(queries, 4), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_scores_agree_with_bm25s_lucene() -> None:
+    """Independent check: bm25s's "lucene" BM25 is the same formula without the (k1 + 1) factor."""
+    bm25s = pytest.importorskip("bm25s")
+    corpus = [tokenize(text) for text in ["the cat sat on the mat", "a dog and a cat", "mat mat", "dog"]]
+    peer = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
+    peer.index(corpus, show_progress=False)
+    peer_scores = peer.get_scores(["cat", "mat"])
+    ours = SparseBM25().fit(corpus).scores(["cat", "mat"])
+    np.testing.assert_allclose(ours, 2.5 * np.asarray(peer_scores, dtype=np.float64), rtol=1e-5)

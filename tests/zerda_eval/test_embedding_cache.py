@@ -1,0 +1,106 @@
+"""Corpus embeddings cached on disk: one computation per (model, params, corpus), safe against corruption."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from retrieval.embeddings import BaseEmbedder
+from retrieval.embeddings.lsa import LSAEmbedder
+from zerda_eval.embedding_cache import cache_key, embed_corpus, texts_sha256
+
+TEXTS = ["alpha beta", "gamma delta epsilon", "beta gamma", "zeta eta theta"]
+
+
+class CountingEmbedder(BaseEmbedder):
+    """Character-count vectors; counts how many texts it embedded."""
+
+    def __init__(self, dim: int = 8, name: str = "counting"):
+        self.name, self.dim, self.params = name, dim, {"dim": dim}
+        self.embedded = 0
+
+    def _encode(self, texts):
+        self.embedded += len(texts)
+        return np.array([[t.count(c) + 0.5 for c in "abcdefgh"[: self.dim]] for t in texts])
+
+
+def test_second_call_reads_the_cache(tmp_path):
+    embedder = CountingEmbedder()
+    first = embed_corpus(embedder, TEXTS, tmp_path)
+    second = embed_corpus(embedder, TEXTS, tmp_path)
+    assert embedder.embedded == len(TEXTS)
+    np.testing.assert_array_equal(first, second)
+    np.testing.assert_array_equal(second, CountingEmbedder().embed(TEXTS))
+    assert [p.name for p in tmp_path.iterdir()] == [f"{cache_key(embedder, TEXTS)}.npy"]  # no temp left
+
+
+def test_key_depends_on_model_params_and_corpus():
+    base = cache_key(CountingEmbedder(), TEXTS)
+    assert cache_key(CountingEmbedder(), list(TEXTS)) == base
+    assert cache_key(CountingEmbedder(dim=4), TEXTS) != base
+    assert cache_key(CountingEmbedder(name="other"), TEXTS) != base
+    assert cache_key(CountingEmbedder(), TEXTS[::-1]) != base
+    assert texts_sha256(["ab", "c"]) != texts_sha256(["a", "bc"])
+
+
+def test_mmap_returns_a_read_only_map(tmp_path):
+    embedder = CountingEmbedder()
+    for _ in range(2):  # miss, then hit
+        mapped = embed_corpus(embedder, TEXTS, tmp_path, mmap=True)
+        assert isinstance(mapped, np.memmap) and not mapped.flags.writeable
+        np.testing.assert_array_equal(mapped, CountingEmbedder().embed(TEXTS))
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda path: path.write_bytes(path.read_bytes()[:-20]),  # truncated
+        lambda path: path.write_bytes(b"not a numpy file"),
+        lambda path: np.save(path, np.zeros((2, 8), dtype=np.float32)),  # wrong shape
+        lambda path: np.save(path, np.full((4, 8), np.nan, dtype=np.float32)),  # non-finite
+    ],
+)
+def test_corrupt_cache_is_recomputed(tmp_path, caplog, damage):
+    embedder = CountingEmbedder()
+    expected = embed_corpus(embedder, TEXTS, tmp_path)
+    path = tmp_path / f"{cache_key(embedder, TEXTS)}.npy"
+    damage(path)
+    with caplog.at_level(logging.WARNING, logger="zerda_eval.embedding_cache"):
+        recomputed = embed_corpus(embedder, TEXTS, tmp_path)
+    assert embedder.embedded == 2 * len(TEXTS)
+    assert "corrupt" in caplog.text
+    np.testing.assert_array_equal(recomputed, expected)
+    np.testing.assert_array_equal(np.load(path), expected)
+
+
+def test_failed_embedding_leaves_no_file(tmp_path):
+    class Failing(CountingEmbedder):
+        def _encode(self, texts):
+            raise RuntimeError("model crashed")
+
+    with pytest.raises(RuntimeError, match="model crashed"):
+        embed_corpus(Failing(), TEXTS, tmp_path / "cache")
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+
+
+def test_interrupted_write_leaves_neither_temp_nor_final_file(tmp_path, monkeypatch):
+    def crash_mid_write(handle, array, allow_pickle):
+        handle.write(b"\x93NUMPY partial")
+        raise OSError("disk full")
+
+    monkeypatch.setattr("zerda_eval.embedding_cache.np.save", crash_mid_write)
+    with pytest.raises(OSError, match="disk full"):
+        embed_corpus(CountingEmbedder(), TEXTS, tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_corpus_fitted_embedder_is_fitted_even_on_a_cache_hit(tmp_path):
+    first = LSAEmbedder(dim=3)
+    vectors = embed_corpus(first, TEXTS, tmp_path)
+    fresh = LSAEmbedder(dim=3)
+    cached = embed_corpus(fresh, TEXTS, tmp_path)
+    np.testing.assert_array_equal(cached, vectors)
+    np.testing.assert_allclose(fresh.embed(["beta gamma"]), first.embed(["beta gamma"]), atol=1e-6)
+    np.testing.assert_allclose(fresh.embed(["beta gamma"])[0], vectors[2], atol=1e-6)

@@ -1,0 +1,157 @@
+"""zerda_eval.fusion against hand-computed fusions and against the seed retrievers' own outputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from retrieval.zerda.config import ContextEngineConfig, RetrieverConfig
+from retrieval.zerda.models import DocumentChunk
+from retrieval.zerda.retriever import HybridRetriever, KeywordRetriever, VectorRetriever
+from zerda_eval.errors import ConfigError
+from zerda_eval.fusion import FUSION_METHODS, fuse_runs, resolve_fusion_params, weight_sweep
+
+A = {"q1": [("d1", 3.0), ("d2", 2.0), ("d3", 1.0)], "q2": [("d5", 1.0)]}
+B = {"q1": [("d3", 0.9), ("d4", 0.5), ("d1", 0.1)], "q2": [("d5", 0.4), ("d6", 0.2)]}
+
+
+def scores(run: dict, qid: str) -> dict[str, float]:
+    return dict(run[qid])
+
+
+def test_rrf_matches_hand_computation_for_every_k():
+    for k in (1, 10, 60, 100):
+        fused = scores(fuse_runs("rrf", [A, B], k=k), "q1")
+        assert fused["d1"] == pytest.approx(1 / (k + 1) + 1 / (k + 3))
+        assert fused["d3"] == pytest.approx(1 / (k + 3) + 1 / (k + 1))
+        assert fused["d2"] == pytest.approx(1 / (k + 2))
+        assert fused["d4"] == pytest.approx(1 / (k + 2))
+
+
+def test_weighted_rrf_and_pipeline_rrf_is_normalised_weighted_rrf():
+    weighted = scores(fuse_runs("rrf", [A, B], k=60, weights=[1.0, 2.0]), "q1")
+    assert weighted["d4"] == pytest.approx(2 / 62)
+    pipeline = scores(fuse_runs("pipeline_rrf", [A, B], k=60, weights=[1.0, 2.0]), "q1")
+    best = max(weighted.values())
+    assert pipeline == pytest.approx({doc: value / best for doc, value in weighted.items()})
+
+
+def test_combsum_and_combmnz_with_min_max():
+    # min-max per query: A q1 -> d1 1, d2 .5, d3 0; B q1 -> d3 1, d4 .5, d1 0
+    combsum = scores(fuse_runs("combsum", [A, B]), "q1")
+    assert combsum == pytest.approx({"d1": 1.0, "d2": 0.5, "d3": 1.0, "d4": 0.5})
+    combmnz = scores(fuse_runs("combmnz", [A, B]), "q1")
+    assert combmnz == pytest.approx({"d1": 2.0, "d2": 0.5, "d3": 2.0, "d4": 0.5})
+
+
+@pytest.mark.parametrize("norm", ["min-max", "z-score", "none"])
+def test_wsum_matches_numpy_normalisation(norm):
+    def normalise(ranking):
+        values = np.array([s for _, s in ranking])
+        if norm == "min-max":
+            values = (values - values.min()) / (values.max() - values.min())
+        elif norm == "z-score":
+            values = (values - values.mean()) / values.std()
+        return {d: v for (d, _), v in zip(ranking, values, strict=True)}
+
+    a, b = normalise(A["q1"]), normalise(B["q1"])
+    fused = scores(fuse_runs("wsum", [A, B], norm=norm, weights=[0.3, 0.7]), "q1")
+    expected = {d: 0.3 * a.get(d, 0.0) + 0.7 * b.get(d, 0.0) for d in set(a) | set(b)}
+    assert fused == pytest.approx(expected)
+
+
+def test_weight_sweep_has_step_one_tenth():
+    sweep = weight_sweep()
+    assert len(sweep) == 11
+    assert sweep[3] == [0.3, 0.7]
+    assert all(sum(w) == pytest.approx(1.0) for w in sweep)
+
+
+def test_ties_broken_by_doc_id_and_top_k_cuts():
+    run = fuse_runs("rrf", [{"q": [("b", 1.0), ("a", 0.5)]}, {"q": [("a", 1.0), ("b", 0.5)]}], top_k=1)
+    assert run == {"q": [("a", pytest.approx(2 / 61 + 0 * 1 / 62 + 1 / 62 - 1 / 62 - 1 / 61 + 1 / 62))]}
+
+
+def test_query_missing_from_one_run_is_fused_with_an_empty_list():
+    fused = fuse_runs("combsum", [A, {"q1": B["q1"]}])
+    assert [d for d, _ in fused["q2"]] == ["d5"]
+    assert set(fuse_runs("rrf", [{"x": [("d", 1.0)]}, {"y": [("e", 1.0)]}])) == {"x", "y"}
+
+
+def test_resolved_params_record_method_norm_k_weights():
+    assert resolve_fusion_params("wsum", {"weights": [0.2, 0.8]}) == {
+        "method": "wsum",
+        "norm": "min-max",
+        "weights": [0.2, 0.8],
+        "top_k": None,
+    }
+    assert resolve_fusion_params("rrf", {})["k"] == 60
+    assert set(FUSION_METHODS) == {"rrf", "combsum", "combmnz", "wsum", "zerda", "pipeline_rrf"}
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "needle"),
+    [
+        ("rff", {}, "did you mean 'rrf'"),
+        ("rrf", {"kk": 3}, "did you mean 'k'"),
+        ("wsum", {"norm": "zscore"}, "min-max, z-score, none"),
+        ("zerda", {"rrf_order": "fix"}, "as_documented, fixed"),
+        ("rrf", {"k": -1}, "k must be"),
+    ],
+)
+def test_bad_params_are_one_line_config_errors(method, params, needle):
+    with pytest.raises(ConfigError, match=needle) as info:
+        resolve_fusion_params(method, params, where="exp.toml [[fusions]] 'x'")
+    assert "exp.toml" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_weights_must_match_runs():
+    with pytest.raises(ConfigError, match="3 weights for 2 input runs"):
+        fuse_runs("wsum", [A, B], weights=[1, 1, 1])
+
+
+TEXTS = [
+    "linear regression fits a line to data",
+    "neural networks learn representations of data",
+    "the regression line minimises squared error",
+    "gradient descent trains neural networks",
+    "data cleaning before regression",
+    "a line is straight",
+]
+
+
+def embed(text: str) -> np.ndarray:
+    """Deterministic non-negative bag-of-letters vector (enough to give a distinct vector ranking)."""
+    vector = np.zeros(26)
+    for char in text.lower():
+        if "a" <= char <= "z":
+            vector[ord(char) - 97] += 1
+    return vector
+
+
+@pytest.mark.parametrize("rrf_order", ["as_documented", "fixed"])
+def test_zerda_fusion_reproduces_the_seed_hybrid_retriever(rrf_order):
+    """Fusing the two branch runs gives HybridRetriever's own composite scores and order."""
+    chunks = [DocumentChunk(text=t, doc_id=f"d{i}") for i, t in enumerate(TEXTS)]
+    config = ContextEngineConfig(retriever=RetrieverConfig(rrf_order=rrf_order))
+    vector = VectorRetriever(config)
+    vector.index_chunks(chunks, embed)
+    keyword = KeywordRetriever(config, chunks)
+    hybrid = HybridRetriever(config, vector_retriever=vector, keyword_retriever=keyword)
+    for query in ("regression line", "neural data", "straight line data"):
+        top_k = 3
+        vec_run = {"q": [(h.doc_id, h.vector_score) for h in vector.retrieve(query, top_k * 2)]}
+        kw_run = {"q": [(h.doc_id, h.keyword_score) for h in keyword.retrieve(query, top_k * 2)]}
+        fused = fuse_runs("zerda", [vec_run, kw_run], rrf_order=rrf_order, top_k=top_k)["q"]
+        expected = [(h.doc_id, h.composite_score) for h in hybrid.retrieve(query, top_k=top_k)]
+        assert [d for d, _ in fused] == [d for d, _ in expected]
+        assert [s for _, s in fused] == pytest.approx([s for _, s in expected])
+
+
+def test_zerda_orders_differ_exactly_by_the_bonus():
+    documented = scores(fuse_runs("zerda", [A, B], rrf_order="as_documented", weights=[0.5, 0.5]), "q1")
+    fixed = scores(fuse_runs("zerda", [A, B], rrf_order="fixed", weights=[0.5, 0.5]), "q1")
+    assert documented["d1"] == pytest.approx(0.5 * 3.0 + 0.5 * 0.1)
+    rrf = {"d1": 1 / 61 + 1 / 63, "d2": 1 / 62, "d3": 1 / 63 + 1 / 61, "d4": 1 / 62}
+    for doc, value in rrf.items():
+        assert fixed[doc] - documented[doc] == pytest.approx(0.2 * value / max(rrf.values()))
