@@ -6,9 +6,11 @@ by score descending, then doc id ascending (the project's tie-break).
 
 Methods and where they come from:
 
-- ``rrf``, ``combsum``, ``combmnz``, ``wsum``: ranx's ``fuse`` (Cormack et al. 2009; Fox & Shaw 1994).
-  ``norm`` is ``"min-max"``, ``"z-score"`` (ranx's ``zmuv``) or ``"none"``. ranx's min-max maps a list whose
-  scores are all equal to 0.
+- ``combsum``, ``combmnz``, ``wsum``: ranx's ``fuse`` (Fox & Shaw 1994). ``norm`` is ``"min-max"``,
+  ``"z-score"`` (ranx's ``zmuv``) or ``"none"``. ranx's min-max maps a list whose scores are all equal to 0.
+- ``rrf`` (Cormack et al. 2009): the project's one RRF, ``retrieval.core.rrf_scores``, optionally weighted.
+  Its numbers equal ranx's ``rrf`` (tested); ranx's parallel RRF kernel is not served from numba's cache
+  and recompiled for about a minute per process here, which a grid cannot afford.
 - ``zerda``: seed 000's ``HybridRetriever``: the weighted sum of the inputs' scores, plus an RRF bonus
   ``0.20 * rrf / max(rrf)`` over the inputs' ranked lists. ``rrf_order="fixed"`` adds the bonus after the
   weighted sum; ``"as_documented"`` reproduces the documented ordering bug (the bonus is computed before
@@ -20,14 +22,15 @@ Methods and where they come from:
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from retrieval.core import rrf_scores
 from retrieval.zerda.config import FIXED, RRF_ORDERS, RetrieverConfig
 from retrieval.zerda.retriever import HybridRetriever
 from zerda_eval.errors import ConfigError, unknown_value_message
+from zerda_eval.systems.base import ParamSpec
 
 Ranking = list[tuple[str, float]]
 RunDict = dict[str, Ranking]
@@ -36,43 +39,43 @@ NORMS = {"min-max": "min-max", "z-score": "zmuv", "none": None}
 WEIGHT_STEP = 0.1
 
 
-@dataclass(frozen=True)
-class Param:
-    """One fusion parameter: its default, the allowed values (or None) and what it means."""
+_K = ParamSpec(60, "int", "RRF constant k: an item at 1-based rank r adds weight / (k + r)", minimum=0)
+_WEIGHTS = ParamSpec(None, "floats", "one weight per input run; none = 1.0 each", minimum=0.0, optional=True)
+_TOP_K = ParamSpec(
+    None, "int", "keep the best top_k documents per query; none keeps all", positive=True, optional=True
+)
+_NORM = "score normalisation of each input before fusing"
 
-    default: Any
-    doc: str
-    choices: tuple[Any, ...] | None = None
-
-
-ParamSpec = dict[str, Param]
-
-_K = Param(60, "RRF smoothing constant k (1-based rank contributes weight / (k + rank))")
-_WEIGHTS = Param(None, "one weight per input run; None = equal weights (1.0 each)")
-_TOP_K = Param(None, "keep the best top_k documents per query; None keeps all")
-_NORM_MINMAX = Param("min-max", "score normalisation before fusing", tuple(NORMS))
-_NORM_NONE = Param("none", "score normalisation before fusing", tuple(NORMS))
-
-FUSION_METHODS: dict[str, ParamSpec] = {
+FUSION_METHODS: dict[str, dict[str, ParamSpec]] = {
     "rrf": {"k": _K, "weights": _WEIGHTS, "top_k": _TOP_K},
-    "combsum": {"norm": _NORM_MINMAX, "top_k": _TOP_K},
-    "combmnz": {"norm": _NORM_MINMAX, "top_k": _TOP_K},
-    "wsum": {"norm": _NORM_MINMAX, "weights": _WEIGHTS, "top_k": _TOP_K},
+    "combsum": {"norm": ParamSpec("min-max", "str", _NORM, choices=tuple(NORMS)), "top_k": _TOP_K},
+    "combmnz": {"norm": ParamSpec("min-max", "str", _NORM, choices=tuple(NORMS)), "top_k": _TOP_K},
+    "wsum": {
+        "norm": ParamSpec("min-max", "str", _NORM, choices=tuple(NORMS)),
+        "weights": _WEIGHTS,
+        "top_k": _TOP_K,
+    },
     "zerda": {
-        "rrf_order": Param(
-            RetrieverConfig.rrf_order, "when the RRF bonus is added (seed 000's bug)", RRF_ORDERS
+        "rrf_order": ParamSpec(
+            RetrieverConfig.rrf_order,
+            "str",
+            "when the RRF bonus is added (seed 000's bug)",
+            choices=RRF_ORDERS,
         ),
-        "weights": Param(
-            None, "one weight per input; None: seed 000's [0.6 vector, 0.3 keyword] for 2 inputs"
+        "weights": ParamSpec(
+            None,
+            "floats",
+            "one weight per input; none: seed 000's [0.6, 0.3] (vector, keyword)",
+            optional=True,
         ),
-        "norm": _NORM_NONE,
-        "k": Param(HybridRetriever.RRF_K, "RRF constant of the bonus (seed 000: 60)"),
+        "norm": ParamSpec("none", "str", _NORM, choices=tuple(NORMS)),
+        "k": ParamSpec(HybridRetriever.RRF_K, "int", "RRF constant of the bonus (seed 000: 60)", minimum=0),
         "top_k": _TOP_K,
     },
     "pipeline_rrf": {"k": _K, "weights": _WEIGHTS, "top_k": _TOP_K},
 }
 
-_RANX_METHOD = {"rrf": "rrf", "combsum": "sum", "combmnz": "mnz", "wsum": "wsum"}
+_RANX_METHOD = {"combsum": "sum", "combmnz": "mnz", "wsum": "wsum"}
 
 
 def resolve_fusion_params(method: str, params: Mapping[str, Any], where: str = "") -> dict[str, Any]:
@@ -84,23 +87,14 @@ def resolve_fusion_params(method: str, params: Mapping[str, Any], where: str = "
     if method not in FUSION_METHODS:
         raise ConfigError(unknown_value_message("fusion method", method, FUSION_METHODS, where))
     spec = FUSION_METHODS[method]
-    resolved: dict[str, Any] = {"method": method}
-    for key, value in params.items():
+    for key in params:
         if key not in spec:
             raise ConfigError(unknown_value_message(f"parameter of fusion {method!r}", key, spec, where))
-        if spec[key].choices is not None and value not in spec[key].choices:
-            allowed = ", ".join(map(str, spec[key].choices))
-            raise ConfigError(f"{where}: {method}.{key} = {value!r} is not allowed; use one of {allowed}")
+    resolved: dict[str, Any] = {"method": method}
     for key, param in spec.items():
-        resolved[key] = params.get(key, param.default)
-    k = resolved.get("k")
-    if k is not None and not (isinstance(k, int | float) and k >= 0):
-        raise ConfigError(f"{where}: {method}.k must be a number >= 0, got {k!r}")
-    weights = resolved.get("weights")
-    if weights is not None and not (
-        isinstance(weights, list | tuple) and all(isinstance(w, int | float) for w in weights)
-    ):
-        raise ConfigError(f"{where}: {method}.weights must be a list of numbers, got {weights!r}")
+        resolved[key] = (
+            param.check(params[key], f"{where}: {method}.{key}") if key in params else param.default
+        )
     return resolved
 
 
@@ -120,7 +114,7 @@ def fuse_runs(method: str, runs: Sequence[Mapping[str, Ranking]], **params: Any)
         raise ConfigError(f"fuse_runs: {len(weights)} weights for {len(runs)} input runs; give one per run")
     query_ids = list(dict.fromkeys(qid for run in runs for qid in run))
     aligned = [{qid: list(run.get(qid, [])) for qid in query_ids} for run in runs]
-    if method in _RANX_METHOD and not (method == "rrf" and weights is not None):
+    if method in _RANX_METHOD:
         fused = _fuse_with_ranx(method, aligned, resolved)
     elif method == "rrf":
         fused = {
@@ -146,17 +140,16 @@ def _ids(ranking: Ranking) -> list[str]:
 def _fuse_with_ranx(
     method: str, runs: list[RunDict], resolved: dict[str, Any]
 ) -> dict[str, dict[str, float]]:
+    from numba.core.errors import NumbaTypeSafetyWarning
     from ranx import Run, fuse
 
     ranx_runs = [Run({qid: dict(ranking) for qid, ranking in run.items()}) for run in runs]
-    if method == "rrf":
-        norm, params = None, {"k": resolved["k"]}
-    else:
-        norm = NORMS[resolved["norm"]]
-        params = {}
-        if method == "wsum":
-            params = {"weights": list(resolved["weights"] or [1.0] * len(runs))}
-    fused = fuse(ranx_runs, norm=norm, method=_RANX_METHOD[method], params=params).to_dict()
+    norm, params = NORMS[resolved["norm"]], {}
+    if method == "wsum":
+        params = {"weights": list(resolved["weights"] or [1.0] * len(runs))}
+    with warnings.catch_warnings():  # ranx's numba kernels warn about a uint64 index cast; harmless here
+        warnings.simplefilter("ignore", NumbaTypeSafetyWarning)
+        fused = fuse(ranx_runs, norm=norm, method=_RANX_METHOD[method], params=params).to_dict()
     return {qid: fused.get(qid, {}) for qid in runs[0]}
 
 

@@ -16,6 +16,8 @@ TOKEN_PATTERN = re.compile(r"[\w\u0600-\u06FF]{2,}")
 
 _TATWEEL = "\u0640"
 _ARABIC_DIACRITICS = re.compile(r"[\u0610-\u061A\u064B-\u065F\u0670\u06D6-\u06ED]")
+# Arabic punctuation sits inside U+0600-U+06FF, so the seed pattern glues it to words ("الخطي؟").
+_ARABIC_PUNCTUATION = re.compile(r"[\u060C\u060D\u061B\u061E\u061F\u066A-\u066D\u06D4]")
 _ARABIC_LETTER_FORMS = str.maketrans(
     {
         "\u0622": "\u0627",  # alef with madda -> alef
@@ -36,8 +38,10 @@ def tokenize(text: str) -> list[str]:
 
 
 def normalize_arabic(text: str) -> str:
-    """Light Arabic normalisation: strip tatweel and diacritics, unify alef, yaa and taa-marbuta forms."""
+    """Light Arabic normalisation: strip tatweel and diacritics, split off Arabic punctuation, and unify
+    alef, yaa and taa-marbuta forms."""
     text = _ARABIC_DIACRITICS.sub("", text.replace(_TATWEEL, ""))
+    text = _ARABIC_PUNCTUATION.sub(" ", text)
     return text.translate(_ARABIC_LETTER_FORMS)
 
 

@@ -64,7 +64,7 @@ def flat_metadata(chunk: Any) -> dict[str, Any]:
                 source.setdefault(inner_key, inner_value)
     flat = {"doc_id": chunk_doc_id(chunk)}
     for key, value in source.items():
-        if value is None or (key == "doc_id" and not value):
+        if value is None or key == "doc_id":  # doc_id: the chunk's own, set above
             continue
         flat[str(key)] = value if isinstance(value, _SCALARS) else json.dumps(value, default=str)
     return flat
@@ -362,9 +362,10 @@ class PineconeVectorDatabase(VectorDatabaseBase):
         ]
 
     def __len__(self) -> int:
-        stats = self._pinecone_index().describe_index_stats()
-        summary = (stats.namespaces or {}).get(self.namespace)
-        return int(summary.vector_count) if summary else 0
+        namespaces = self._pinecone_index().describe_index_stats().namespaces or {}
+        # Pinecone reports the default namespace as "" or, in newer API versions, "__default__".
+        names = (self.namespace,) if self.namespace else ("", "__default__")
+        return sum(int(namespaces[name].vector_count) for name in names if name in namespaces)
 
 
 _CHUNK_METADATA_FIELDS = {f.name for f in fields(ChunkMetadata)} - {"extra"}

@@ -49,6 +49,7 @@ def random_lists():
     return {q: [rng.sample(pool, rng.randint(5, 25)) for _ in range(3)] for q in ("q1", "q2", "q3")}
 
 
+@pytest.mark.slow  # ranx compiles its numba kernels on first use (~35-60 s on 2 busy cores)
 @pytest.mark.parametrize("k", [60, 10])
 def test_rrf_fuse_matches_ranx(random_lists, k):
     from ranx import Run, fuse

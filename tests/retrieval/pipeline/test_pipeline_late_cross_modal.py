@@ -18,15 +18,12 @@ from retrieval.pipeline import (
 R2 = 1 / math.sqrt(2)
 
 
+TEXTS = {"cat": [1.0, 0.0], "dog": [0.0, 1.0]}
+IMAGES = {"cat.png": [0.9, 0.1], "dog.png": [0.0, 1.0], "both.png": [1.0, 1.0]}
+
+
 def encoder():
-    return CrossModalEncoder(
-        {
-            "text": lambda s: {"cat": [1.0, 0.0], "dog": [0.0, 1.0]}[s],
-            "image": lambda path: {"cat.png": [0.9, 0.1], "dog.png": [0.0, 1.0], "both.png": [1.0, 1.0]}[
-                path
-            ],
-        }
-    )
+    return CrossModalEncoder({"text": TEXTS.__getitem__, "image": IMAGES.__getitem__})
 
 
 def test_cross_modal_encoder():

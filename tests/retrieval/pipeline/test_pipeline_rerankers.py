@@ -44,6 +44,7 @@ def test_score_reranker_process():
     assert reranked[0].metadata["rerank_score"] == 1.0
     assert [r.id for r in ScoreReranker(count_overlap, top_k=1).process(ITEMS, QUERY)] == ["c"]
     assert ScoreReranker(count_overlap).process(ITEMS) is ITEMS  # no query: input unchanged
+    assert not isinstance(ScoreReranker(count_overlap), Reranker)  # process(), not the Reranker protocol
 
 
 def test_cross_encoder_keeps_unit_scores_and_cuts_top_k():

@@ -203,12 +203,31 @@ def test_chroma_persists_across_reopen(corpus, chroma, tmp_path):
     assert embedder.calls == 1  # only the query was embedded: the stored vectors came from disk
 
 
+def test_chroma_reads_what_another_process_wrote(corpus, tmp_path):
+    # Same-process clients share Chroma's in-memory system; a writer process proves the data is on disk.
+    np.save(tmp_path / "vectors.npy", corpus["doc_vectors"])
+    writer = (
+        "import sys, numpy as np\n"
+        "from retrieval.zerda import ChunkMetadata, DocumentChunk\n"
+        "from retrieval.zerda.backends import ChromaVectorDatabase\n"
+        "vectors = np.load(sys.argv[1] + '/vectors.npy')\n"
+        "chunks = [DocumentChunk(f'document number {i}', f'd{i}', f'd{i}-c0',\n"
+        "          ChunkMetadata(category=('legal', 'finance', 'medical')[i % 3])) for i in range(len(vectors))]\n"
+        "ChromaVectorDatabase(lambda text: None, sys.argv[1] + '/db').add(chunks, embeddings=vectors)\n"
+    )
+    subprocess.run([sys.executable, "-c", writer, str(tmp_path)], check=True, capture_output=True)
+    reader = ChromaVectorDatabase(TableEmbedder(corpus["table"]), tmp_path / "db")
+    assert len(reader) == N_DOCS
+    pairs = reader.search(corpus["queries"][2], top_k=5, filters={"category": "finance"})
+    assert_same_ranking(pairs, brute_force(corpus, 2, 5, keep=lambda i: i % 3 == 1))
+
+
 def test_chroma_embeds_with_our_embedder_never_its_default(corpus, tmp_path):
     embedder = TableEmbedder(corpus["table"])
     db = ChromaVectorDatabase(embedder, tmp_path / "fresh")
     db.add(corpus["chunks"][:20])  # no vectors given: our embedder, not Chroma's downloading default
     assert embedder.calls == 20
-    assert db._collection.configuration["embedding_function"] is None
+    assert db._collection._embedding_function is None
     keep = lambda i: i < 20  # noqa: E731
     assert_same_ranking(db.search(corpus["queries"][0], top_k=5), brute_force(corpus, 0, 5, keep=keep))
     assert ChromaVectorDatabase(embedder, tmp_path / "empty").search("query number 0") == []
@@ -248,13 +267,9 @@ def test_flat_metadata_flattens_dataclass_and_drops_none():
 
 
 def _unreachable_pinecone(table) -> PineconeVectorDatabase:
-    from pinecone import RetryConfig
-
+    # Nothing listens on the discard port: connection refused (after the client's own retries, ~3 s).
     return PineconeVectorDatabase(
-        TableEmbedder(table),
-        host="http://127.0.0.1:9",  # nothing listens on the discard port: connection refused
-        api_key="test-key",
-        client_options={"retry_config": RetryConfig(max_retries=0)},
+        TableEmbedder(table), host="http://127.0.0.1:9", api_key="test-key", client_options={"timeout": 5}
     )
 
 

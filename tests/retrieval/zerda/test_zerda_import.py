@@ -14,7 +14,8 @@ def test_import_does_not_load_optional_backends():
         "chunk_metadata_dict\n"
         "from retrieval.zerda.retriever import _cosine, _resolve_vector_db_filter_kwargs\n"
         f"heavy = {HEAVY!r}\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m == 'retrieval.zerda.backends'))\n"
+        "loaded = [m for m in sys.modules if m.split('.')[0] in heavy or m == 'retrieval.zerda.backends']\n"
+        "print(sorted(loaded))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"

@@ -73,7 +73,10 @@ def test_keyword_index_chunks_replaces_the_index_and_empty_retriever_returns_not
 
 
 def test_keyword_reads_langchain_shaped_chunks():
-    chunks = [SimpleNamespace(page_content="مزارع الطاقة الشمسية", metadata={}), SimpleNamespace(page_content="سدود")]
+    chunks = [
+        SimpleNamespace(page_content="مزارع الطاقة الشمسية", metadata={}),
+        SimpleNamespace(page_content="سدود"),
+    ]
     hits = KeywordRetriever(CFG, chunks=chunks).retrieve("الشمسية", top_k=1)
     assert hits[0].chunk is chunks[0] and hits[0].keyword_score == 1.0
 

@@ -1,0 +1,96 @@
+"""Side-by-side benchmarks: every group times ours and its peers in one process and prints the ratios.
+
+The ``timed`` fixture, ``timed(group, name, fn, units=..., role="ours" | "peer")``, times ``fn`` with
+pytest-benchmark (one warm-up round, so numba/ranx compiles and caches stay out of the figures) and
+keeps the median; the terminal summary prints, per group, units per second and for every (ours,
+peer) pair the speed ratio ``peer time / our time`` (> 1 means ours is faster).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+LIBRARIES = ("numpy", "scipy", "numba", "faiss-cpu", "bm25s", "rank-bm25", "ranx", "pytrec-eval-terrier")
+
+
+@dataclass(frozen=True)
+class Timing:
+    name: str
+    role: str
+    seconds: float  # median over rounds
+    units: int  # queries (or passages) handled per call
+    unit: str
+
+
+_TIMINGS: dict[str, list[Timing]] = defaultdict(list)
+
+
+def run_timed(
+    benchmark: Any,
+    group: str,
+    name: str,
+    fn: Callable[[], Any],
+    *,
+    units: int = 1,
+    unit: str = "q",
+    role: str = "ours",
+    rounds: int = 5,
+) -> Any:
+    """Time ``fn`` (after one warm-up call) and record it under ``group`` for the ratio summary."""
+    benchmark.group = group
+    benchmark.extra_info.update(name=name, role=role, units=units, unit=unit)
+    result = benchmark.pedantic(fn, rounds=rounds, iterations=1, warmup_rounds=1)
+    _TIMINGS[group].append(Timing(name, role, benchmark.stats.stats.median, units, unit))
+    return result
+
+
+def machine_line() -> str:
+    """CPU count and model, BLAS core type if forced, and library versions (for ``results.md``)."""
+    cpuinfo = Path("/proc/cpuinfo")
+    lines = cpuinfo.read_text().splitlines() if cpuinfo.exists() else []
+    models = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    cpu = models[0] if models else platform.processor() or "unknown CPU"
+    versions = []
+    for library in LIBRARIES:
+        try:
+            versions.append(f"{library} {metadata.version(library)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{library} (not installed)")
+    blas = os.environ.get("OPENBLAS_CORETYPE")
+    blas_note = f", OPENBLAS_CORETYPE={blas}" if blas else ""
+    return f"{os.cpu_count()} CPUs ({cpu}{blas_note}), Python {platform.python_version()}; " + ", ".join(
+        versions
+    )
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _TIMINGS:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("ratios (peer time / our time; > 1 means ours is faster)")
+    write(machine_line())
+    for group, timings in _TIMINGS.items():
+        write(f"[{group}]")
+        for timing in timings:
+            rate = timing.units / timing.seconds if timing.seconds > 0 else math.inf
+            seconds = f"{timing.seconds * 1e3:10.2f} ms"
+            write(f"  {timing.role:4} {timing.name:40} {seconds}  {rate:14,.1f} {timing.unit}/s")
+        for ours in (t for t in timings if t.role == "ours"):
+            for peer in (t for t in timings if t.role == "peer"):
+                write(f"  {ours.name} vs {peer.name}: {peer.seconds / ours.seconds:.2f}x")
+
+
+@pytest.fixture
+def timed(benchmark: Any) -> Callable[..., Any]:
+    """``run_timed`` bound to this test's ``benchmark`` fixture."""
+    return lambda *args, **kwargs: run_timed(benchmark, *args, **kwargs)

@@ -1,0 +1,125 @@
+"""Exact dense retrieval by cosine: batched float32 matrix products (numpy) or FAISS when installed.
+
+Rows are L2-normalised when added (zero rows stay zero and score 0.0, as ``retrieval.core.cosine``
+gives), so the inner product is the cosine. ``backend="auto"`` picks FAISS's exact ``IndexFlatIP``
+when ``faiss`` imports, else numpy. The numpy backend breaks ties by lower row index, like
+``heapq.nlargest``; FAISS orders ties inside its result by lower index too, but which of several rows
+tied at the k-th score makes the cut is FAISS's choice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+BACKENDS = ("auto", "numpy", "faiss")
+# The numpy backend scores queries in batches of at most this many float32 cells (64 MB).
+MAX_BATCH_CELLS = 1 << 24
+
+
+def normalize_rows(vectors: np.ndarray) -> np.ndarray:
+    """float32 C-contiguous copy of ``vectors`` (n, d) with unit-length rows; zero rows stay zero."""
+    vectors = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+
+
+def top_k_rows(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Top ``k`` of every row of a dense score matrix: ``(indices, scores)``, best first, ties by lower index.
+
+    ``argpartition`` finds k candidates per row; a row where more cells tie with its k-th score than
+    the partition kept is redone exactly, so every row equals ``heapq.nlargest`` on it.
+    """
+    n_rows, n_cols = scores.shape
+    k = max(0, min(k, n_cols))
+    if k == 0:
+        return np.empty((n_rows, 0), dtype=np.int64), np.empty((n_rows, 0), dtype=scores.dtype)
+    if k < n_cols:
+        candidates = np.argpartition(scores, n_cols - k, axis=1)[:, n_cols - k :]
+    else:
+        candidates = np.broadcast_to(np.arange(n_cols), (n_rows, n_cols))
+    values = np.take_along_axis(scores, candidates, axis=1)
+    order = np.lexsort((candidates, -values), axis=1)
+    indices = np.take_along_axis(candidates, order, axis=1).astype(np.int64)
+    values = np.take_along_axis(values, order, axis=1)
+    if k < n_cols:
+        kth = values[:, -1:]
+        for row in np.flatnonzero(np.count_nonzero(scores >= kth, axis=1) > k):
+            indices[row], values[row] = _top_k_with_ties(scores[row], k, kth[row, 0])
+    return indices, values
+
+
+def _top_k_with_ties(row: np.ndarray, k: int, kth: float) -> tuple[np.ndarray, np.ndarray]:
+    """One row's top k when cells tie at the k-th score: every better cell, then the lowest tied ones."""
+    better = np.flatnonzero(row > kth)
+    better = better[np.lexsort((better, -row[better]))]
+    indices = np.concatenate([better, np.flatnonzero(row == kth)[: k - len(better)]])
+    return indices, row[indices]
+
+
+def _import_faiss() -> Any:
+    import faiss
+
+    return faiss
+
+
+def faiss_available() -> bool:
+    """True when ``faiss`` (the optional ``zerda-eval[faiss]`` extra) imports."""
+    try:
+        _import_faiss()
+    except ImportError:
+        return False
+    return True
+
+
+class DenseIndex:
+    """Exact top-k cosine search over float32 row vectors (numpy or FAISS ``IndexFlatIP``)."""
+
+    def __init__(self, vectors: np.ndarray, backend: str = "auto"):
+        if backend not in BACKENDS:
+            raise ValueError(f"DenseIndex backend must be one of {BACKENDS}, got {backend!r}")
+        if backend == "faiss" and not faiss_available():
+            raise ImportError("DenseIndex backend 'faiss' needs faiss: pip install 'zerda-eval[faiss]'")
+        if backend == "auto":
+            backend = "faiss" if faiss_available() else "numpy"
+        self.backend = backend
+        vectors = normalize_rows(vectors)
+        self.dim = vectors.shape[1]
+        self.vectors = np.empty((0, self.dim), dtype=np.float32)
+        self._faiss_index = _import_faiss().IndexFlatIP(self.dim) if backend == "faiss" else None
+        self.add(vectors)
+
+    def __len__(self) -> int:
+        return len(self.vectors)
+
+    def add(self, vectors: np.ndarray) -> None:
+        """Append rows (normalised here); their indices continue after the existing ones."""
+        vectors = normalize_rows(vectors)
+        if vectors.shape[1] != self.dim:
+            raise ValueError(f"DenseIndex holds {self.dim}-dimensional vectors, got {vectors.shape[1]}")
+        self.vectors = np.concatenate([self.vectors, vectors]) if len(self.vectors) else vectors
+        if self._faiss_index is not None:
+            self._faiss_index.add(vectors)
+
+    def search(self, query_vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` rows per query by cosine: ``(indices int64, scores float32)``, shape (m, min(k, n))."""
+        queries = normalize_rows(query_vectors)
+        if queries.shape[1] != self.dim:
+            raise ValueError(
+                f"DenseIndex holds {self.dim}-dimensional vectors, got queries of {queries.shape[1]}"
+            )
+        width = max(0, min(k, len(self)))
+        if width == 0:
+            return np.empty((len(queries), 0), dtype=np.int64), np.empty((len(queries), 0), dtype=np.float32)
+        if self._faiss_index is not None:
+            scores, indices = self._faiss_index.search(queries, width)
+            order = np.lexsort((indices, -scores), axis=1)
+            return np.take_along_axis(indices, order, 1).astype(np.int64), np.take_along_axis(
+                scores, order, 1
+            )
+        batch = max(1, MAX_BATCH_CELLS // len(self))
+        parts = [
+            top_k_rows(queries[i : i + batch] @ self.vectors.T, width) for i in range(0, len(queries), batch)
+        ]
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])

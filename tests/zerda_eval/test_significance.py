@@ -1,0 +1,107 @@
+"""zerda_eval.significance against scipy, hand enumeration, hand-computed Holm, and ranx's tests."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from zerda_eval import significance as sig
+
+
+def test_align_by_query_id_and_count_missing():
+    aligned = sig.align({"q2": 0.5, "q1": 1.0, "q3": 0.2}, {"q1": 0.0, "q3": 0.4, "q4": 1.0})
+    assert aligned.query_ids == ["q1", "q2", "q3", "q4"]
+    assert aligned.baseline.tolist() == [1.0, 0.5, 0.2, 0.0]
+    assert aligned.system.tolist() == [0.0, 0.0, 0.4, 1.0]
+    assert (aligned.missing_in_baseline, aligned.missing_in_system) == (1, 1)
+
+
+def test_misaligned_order_gives_the_aligned_p_value():
+    """PyTerrier #64: the same values in a different dict order must give the same test."""
+    rng = np.random.default_rng(0)
+    qids = [f"q{i}" for i in range(40)]
+    base = dict(zip(qids, rng.random(40), strict=True))
+    system = {q: base[q] + 0.05 + 0.1 * rng.standard_normal() for q in reversed(qids)}
+    aligned = sig.align(base, system)
+    expected = stats.ttest_rel([system[q] for q in qids], [base[q] for q in qids]).pvalue
+    assert sig.paired_t_test(aligned.baseline, aligned.system) == pytest.approx(expected, rel=1e-12)
+
+
+def test_t_test_equals_scipy_and_handles_constant_differences():
+    rng = np.random.default_rng(1)
+    a, b = rng.random(25), rng.random(25)
+    assert sig.paired_t_test(a, b) == pytest.approx(stats.ttest_rel(b, a).pvalue, rel=1e-12)
+    assert sig.paired_t_test(a, a) == 1.0
+    whole = np.arange(5.0)
+    assert sig.paired_t_test(whole, whole + 1.0) == 0.0  # every difference is exactly 1: no variance
+
+
+@pytest.mark.parametrize("n", [1, 4, 7, 10])
+def test_randomization_test_is_exact_on_tiny_data(n):
+    rng = np.random.default_rng(n)
+    base, system = rng.random(n).round(2), rng.random(n).round(2)
+    delta = system - base
+    observed = abs(delta.mean())
+    flips = list(itertools.product([1, -1], repeat=n))
+    hits = sum(
+        abs(sum(s * d for s, d in zip(signs, delta, strict=True)) / n) >= observed - 1e-12 for signs in flips
+    )
+    assert sig.randomization_test(base, system, n_permutations=10_000) == pytest.approx(
+        hits / 2**n, abs=1e-15
+    )
+
+
+def test_randomization_monte_carlo_is_seeded_and_close_to_the_t_test_on_normal_data():
+    rng = np.random.default_rng(2)
+    base = rng.random(200)
+    system = base + 0.02 + 0.1 * rng.standard_normal(200)
+    p1 = sig.randomization_test(base, system, n_permutations=20_000, seed=5)
+    assert p1 == sig.randomization_test(base, system, n_permutations=20_000, seed=5)
+    assert 0 < p1 < 1
+    assert p1 == pytest.approx(sig.paired_t_test(base, system), abs=0.02)
+
+
+@pytest.mark.slow  # ranx's numba kernel compiles on first use (tens of seconds on a loaded machine)
+def test_randomization_agrees_with_ranx_fisher_test():
+    from ranx.statistical_tests import fisher_randomization_test
+
+    rng = np.random.default_rng(3)
+    base = rng.random(60)
+    system = np.clip(base + 0.03 + 0.15 * rng.standard_normal(60), 0, 1)
+    ranx_p, _ = fisher_randomization_test(base, system, n_permutations=20_000, max_p=0.05, random_seed=7)
+    assert sig.randomization_test(base, system, n_permutations=20_000) == pytest.approx(ranx_p, abs=0.02)
+
+
+def test_holm_by_hand():
+    p = [0.01, 0.04, 0.03, 0.005]
+    # sorted: 0.005*4=0.02, 0.01*3=0.03, 0.03*2=0.06, 0.04*1=0.04 -> monotone max -> 0.06
+    assert sig.holm(p).tolist() == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert sig.holm([0.5, 0.9]).tolist() == pytest.approx([1.0, 1.0])
+
+
+def test_bonferroni_and_correct_skips_nan():
+    assert sig.bonferroni([0.01, 0.2, 0.5]).tolist() == pytest.approx([0.03, 0.6, 1.0])
+    out = sig.correct([0.01, float("nan"), 0.02], "holm")
+    assert out[0] == pytest.approx(0.02) and np.isnan(out[1]) and out[2] == pytest.approx(0.02)
+
+
+def test_cohens_d_paired_by_hand():
+    base = np.array([0.1, 0.2, 0.3, 0.4])
+    system = np.array([0.2, 0.2, 0.5, 0.5])
+    delta = np.array([0.1, 0.0, 0.2, 0.1])
+    expected = delta.mean() / np.sqrt(((delta - delta.mean()) ** 2).sum() / 3)
+    assert sig.cohens_d_paired(base, system) == pytest.approx(expected)
+
+
+def test_bootstrap_ci_contains_the_mean_and_shrinks_with_n():
+    rng = np.random.default_rng(4)
+    small, large = rng.random(20), rng.random(2000)
+    lo_s, hi_s = sig.bootstrap_ci(small)
+    lo_l, hi_l = sig.bootstrap_ci(large)
+    assert lo_s <= small.mean() <= hi_s and lo_l <= large.mean() <= hi_l
+    assert hi_l - lo_l < hi_s - lo_s
+    # the standard error of the mean, from the normal approximation: width ~ 2 * 1.96 * sd / sqrt(n)
+    assert hi_l - lo_l == pytest.approx(2 * 1.96 * large.std(ddof=1) / np.sqrt(2000), rel=0.15)

@@ -1,0 +1,398 @@
+"""Experiment TOML -> a validated, fully resolved ``Experiment`` and its grid cells.
+
+The whole file is checked before any work starts: an unknown key, dataset, system family, measure or
+parameter, or a value of the wrong type or range, is a one-line ``ConfigError`` naming the file and
+the key (with the allowed values and a "did you mean"). The resolved config is plain JSON; each cell
+is a pure function of its ``CellSpec.config``, whose SHA-256 (canonical JSON) is the ``cell_id``.
+Everything that can change a cell's numbers is in that config: dataset id and protocol options,
+query cut, family and every parameter (defaults filled in), depth, measures, the tie-break rule, the
+RRF convention and the versions of the libraries that compute results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from zerda_eval.errors import ConfigError, unknown_value_message
+from zerda_eval.measures import DEFAULT_MEASURES, TIE_BREAK, is_measure
+
+TOP_LEVEL_KEYS = ("experiment", "datasets", "systems", "fusions", "compare", "study")
+EXPERIMENT_KEYS = ("name", "description", "output_dir", "seed", "depth", "measures", "cache_dir")
+DATASET_KEYS = ("id", "name", "max_queries")  # every other key is a protocol option of load_collection
+SYSTEM_KEYS = ("name", "family", "params", "grid")
+FUSION_KEYS = ("name", "inputs", "method", "params", "grid")
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+DEFAULT_DEPTH = 100
+CONVENTIONS = {
+    "tie_break": TIE_BREAK,
+    "rrf": "1-based rank contributes weight / (k + rank)",
+    "mean_over": "all judged queries; a query without results scores 0",
+}
+# Distributions whose version can change a number in a result (scores, tokens, vectors, measures).
+RESULT_LIBRARIES = ("zerda-eval", "numpy", "scipy", "ranx", "rank-bm25", "wordllama", "scikit-learn",
+                    "PyStemmer", "ir-datasets", "numba")
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """One cell of the grid: a dataset with a system (or a fusion of other cells) and its full config."""
+
+    cell_id: str
+    kind: str  # "system" | "fusion"
+    dataset: str  # dataset label (its id, or name of a user's folder)
+    label: str  # system / fusion label, e.g. "bm25[b=0.5]"
+    name: str  # system / fusion name from the file (label without the grid part)
+    config: dict[str, Any]
+    inputs: tuple[str, ...] = ()  # fusion: the cell_ids fused, in order
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A validated experiment file: resolved config, its hash, and the cells in run order."""
+
+    path: Path
+    name: str
+    output_dir: Path
+    cache_dir: Path
+    resolved: dict[str, Any]
+    config_hash: str
+    cells: list[CellSpec] = field(default_factory=list)
+
+    def only(self, label: str) -> Experiment:
+        """The experiment restricted to one system or fusion (by name or label) plus the cells it needs."""
+        names = {c.name for c in self.cells} | {c.label for c in self.cells}
+        if label not in names:
+            raise ConfigError(unknown_value_message("system for --only", label, names, str(self.path)))
+        wanted = {c.cell_id for c in self.cells if label in (c.name, c.label)}
+        for cell in self.cells:
+            if cell.cell_id in wanted:
+                wanted.update(cell.inputs)
+        cells = [c for c in self.cells if c.cell_id in wanted]
+        return Experiment(self.path, self.name, self.output_dir, self.cache_dir, self.resolved,
+                          self.config_hash, cells)
+
+
+def canonical_json(value: Any) -> str:
+    """Key-sorted, compact JSON: the byte string hashes are taken of."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def content_hash(value: Any) -> str:
+    """SHA-256 hex of ``canonical_json(value)``."""
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+
+
+def library_versions() -> dict[str, str]:
+    """Installed versions of ``RESULT_LIBRARIES`` ("absent" when not installed)."""
+    versions = {}
+    for name in RESULT_LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "absent"
+    return versions
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    """Read and validate ``path``; raise ``ConfigError`` (one line, naming file and key) on any mistake."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: experiment file not found; check the path") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: malformed TOML: {exc}") from None
+    return resolve_experiment(raw, str(path))
+
+
+def resolve_experiment(raw: Mapping[str, Any], source: str) -> Experiment:
+    """Validate a parsed experiment table (``source`` names it in errors) and expand its grid."""
+    _check_keys(raw, TOP_LEVEL_KEYS, source, "top-level table")
+    exp = _table(raw, "experiment", source, required=True)
+    _check_keys(exp, EXPERIMENT_KEYS, source, "key in [experiment]")
+    name = _name(exp.get("name"), f"{source}: [experiment].name")
+    depth = _positive_int(exp.get("depth", DEFAULT_DEPTH), f"{source}: [experiment].depth")
+    seed = exp.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ConfigError(f"{source}: [experiment].seed must be an integer, got {seed!r}")
+    measures = _measures(exp.get("measures", list(DEFAULT_MEASURES)), depth, source)
+    output_dir = Path(_string(exp.get("output_dir", f"runs/{name}"), f"{source}: [experiment].output_dir"))
+    cache_dir = Path(_string(exp.get("cache_dir", "cache"), f"{source}: [experiment].cache_dir"))
+
+    common = {"depth": depth, "measures": measures, "seed": seed, "conventions": CONVENTIONS,
+              "versions": library_versions()}
+    datasets = [_dataset(entry, f"{source}: datasets[{i}]") for i, entry in enumerate(_array(raw, "datasets", source))]
+    _unique([d["label"] for d in datasets], f"{source}: datasets", "dataset")
+    systems = [_system(entry, f"{source}: systems[{i}]") for i, entry in enumerate(_array(raw, "systems", source))]
+    _unique([s["name"] for s in systems], f"{source}: systems", "system name")
+    fusions = [_fusion(e, f"{source}: fusions[{i}]") for i, e in enumerate(_array(raw, "fusions", source, False))]
+    _unique([s["name"] for s in systems] + [f["name"] for f in fusions], f"{source}: fusions", "system or fusion name")
+
+    cells = _cells(datasets, systems, fusions, common, source)
+    resolved = {
+        "experiment": {"name": name, "description": exp.get("description", ""), "seed": seed, "depth": depth,
+                       "measures": measures},
+        "datasets": datasets,
+        "systems": systems,
+        "fusions": fusions,
+        "compare": _compare(raw, source),
+        "study": dict(raw.get("study", {})),
+        "conventions": CONVENTIONS,
+        "versions": common["versions"],
+    }
+    return Experiment(Path(source), name, output_dir, cache_dir, resolved, content_hash(resolved), cells)
+
+
+# --- sections -------------------------------------------------------------------------------------
+
+
+def _dataset(entry: Any, where: str) -> dict[str, Any]:
+    from zerda_eval.datasets import BUNDLED_IDS
+    from zerda_eval.datasets.protocols import resolve_options
+    from zerda_eval.datasets.user import USER_OPTIONS
+
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: each [[datasets]] entry must be a table with id = \"...\"")
+    given = {k: v for k, v in entry.items() if k not in DATASET_KEYS}
+    max_queries = entry.get("max_queries")
+    if max_queries is not None:
+        _positive_int(max_queries, f"{where}.max_queries")
+    if "path" in given:
+        dataset_id = _string(entry.get("name") or entry.get("id") or Path(str(given["path"])).name, f"{where}.name")
+        options = resolve_options(dataset_id, given, extra=USER_OPTIONS)
+        options["fingerprint"] = _folder_fingerprint(Path(str(given["path"])), where)
+    else:
+        if "id" not in entry:
+            raise ConfigError(f"{where}: missing key 'id' (a dataset id such as \"beir/scifact/test\") or 'path'")
+        dataset_id = _string(entry["id"], f"{where}.id")
+        _check_dataset_id(dataset_id, BUNDLED_IDS, where)
+        options = resolve_options(dataset_id, given, extra=() if dataset_id in BUNDLED_IDS else ("language",))
+    return {"label": dataset_id, "id": dataset_id, "options": options, "max_queries": max_queries}
+
+
+def _check_dataset_id(dataset_id: str, bundled: tuple[str, ...], where: str) -> None:
+    import ir_datasets
+
+    if dataset_id in bundled or dataset_id in ir_datasets.registry._registered:
+        return
+    raise ConfigError(
+        unknown_value_message("dataset", dataset_id, bundled, f"{where}.id")
+        + " (or any `ir_datasets list` id, or path = \"...\" for your own collection)"
+    )
+
+
+def _folder_fingerprint(folder: Path, where: str) -> str:
+    """Hash of a user's dataset folder (file names, sizes, modification times): edits invalidate cells."""
+    if not folder.is_dir():
+        raise ConfigError(f"{where}.path: dataset folder {str(folder)!r} does not exist")
+    stats = [(str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns)
+             for p in sorted(folder.rglob("*")) if p.is_file()]
+    return content_hash(stats)
+
+
+def _system(entry: Any, where: str) -> dict[str, Any]:
+    from zerda_eval.systems import family_class
+
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: each [[systems]] entry must be a table with name and family")
+    _check_keys(entry, SYSTEM_KEYS, where, "key of a system")
+    name = _name(entry.get("name"), f"{where}.name")
+    family = _string(entry.get("family"), f"{where}.family")
+    cls = family_class(family, f"{where}.family")
+    params = _inline_table(entry, "params", where)
+    combos = _grid(entry, where, params, set(cls.all_specs()), f"parameter of {family}")
+    variants = [
+        {"label": _label(name, combo), "params": cls.resolve_params({**params, **combo}, f"{where}.params")}
+        for combo in combos
+    ]
+    return {"name": name, "family": family, "variants": variants}
+
+
+def _fusion(entry: Any, where: str) -> dict[str, Any]:
+    from zerda_eval.fusion import FUSION_METHODS, resolve_fusion_params
+
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: each [[fusions]] entry must be a table with name, inputs and method")
+    _check_keys(entry, FUSION_KEYS, where, "key of a fusion")
+    name = _name(entry.get("name"), f"{where}.name")
+    method = _string(entry.get("method", "rrf"), f"{where}.method")
+    if method not in FUSION_METHODS:
+        raise ConfigError(unknown_value_message("fusion method", method, FUSION_METHODS, f"{where}.method"))
+    inputs = entry.get("inputs")
+    if not (isinstance(inputs, list) and len(inputs) >= 2 and all(isinstance(i, str) for i in inputs)):
+        raise ConfigError(f"{where}.inputs: give a list of at least 2 system names, got {inputs!r}")
+    params = _inline_table(entry, "params", where)
+    combos = _grid(entry, where, params, set(FUSION_METHODS[method]), f"parameter of fusion {method!r}")
+    variants = []
+    for combo in combos:
+        resolved = resolve_fusion_params(method, {**params, **combo}, f"{where}.params")
+        weights = resolved.get("weights")
+        if weights is not None and len(weights) != len(inputs):
+            raise ConfigError(f"{where}.params.weights: {len(weights)} weights for {len(inputs)} inputs; give one each")
+        if weights is not None and not all(math.isfinite(w) and w >= 0 for w in weights):
+            raise ConfigError(f"{where}.params.weights: weights must be finite numbers >= 0, got {weights!r}")
+        variants.append({"label": _label(name, combo), "params": resolved})
+    return {"name": name, "method": method, "inputs": inputs, "variants": variants}
+
+
+def _compare(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """``[compare]`` and ``[study]`` checked by ``zerda_eval.compare.parse_compare`` when they are present."""
+    if "compare" not in raw and "study" not in raw:
+        return {}
+    from zerda_eval.compare import parse_compare
+
+    parse_compare({k: raw[k] for k in ("compare", "study") if k in raw}, source)
+    return dict(raw.get("compare", {}))
+
+
+def _cells(datasets: list, systems: list, fusions: list, common: dict, source: str) -> list[CellSpec]:
+    """datasets x systems x grid, then the fusion cells (after the cells they fuse)."""
+    cells: list[CellSpec] = []
+    for dataset in datasets:
+        ds = {k: dataset[k] for k in ("id", "options", "max_queries")}
+        by_name: dict[str, list[CellSpec]] = {}
+        for system in systems:
+            for variant in system["variants"]:
+                config = {"kind": "system", "dataset": ds, "system": {
+                    "name": system["name"], "label": variant["label"], "family": system["family"],
+                    "params": variant["params"]}, **common}
+                cell = CellSpec(content_hash(config)[:16], "system", dataset["label"], variant["label"],
+                                system["name"], config)
+                cells.append(cell)
+                by_name.setdefault(system["name"], []).append(cell)
+                by_name.setdefault(variant["label"], []).append(cell)
+        for i, fusion in enumerate(fusions):
+            inputs = [_one_cell(by_name, name, f"{source}: fusions[{i}].inputs") for name in fusion["inputs"]]
+            for variant in fusion["variants"]:
+                config = {"kind": "fusion", "dataset": ds, "fusion": {
+                    "name": fusion["name"], "label": variant["label"], "method": fusion["method"],
+                    "params": variant["params"]}, "inputs": [c.cell_id for c in inputs], **common}
+                cells.append(CellSpec(content_hash(config)[:16], "fusion", dataset["label"], variant["label"],
+                                      fusion["name"], config, tuple(c.cell_id for c in inputs)))
+    return cells
+
+
+def _one_cell(by_name: dict[str, list[CellSpec]], name: str, where: str) -> CellSpec:
+    found = by_name.get(name)
+    if found is None:
+        raise ConfigError(unknown_value_message("fusion input", name, by_name, where))
+    if len(found) != 1:
+        labels = ", ".join(c.label for c in found)
+        raise ConfigError(f"{where}: {name!r} is a grid of {len(found)} cells; name one of them: {labels}")
+    return found[0]
+
+
+# --- small checks ---------------------------------------------------------------------------------
+
+
+def _grid(entry: dict, where: str, params: dict, allowed: set[str], kind: str) -> list[dict[str, Any]]:
+    """The grid as a list of parameter combinations: a table of axes (cartesian) or a list of tables."""
+    grid = entry.get("grid", {})
+    if isinstance(grid, dict):
+        for axis, values in grid.items():
+            if not isinstance(values, list) or not values:
+                raise ConfigError(f"{where}.grid.{axis}: give a non-empty list of values, got {values!r}")
+        combos = [dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())]
+    elif isinstance(grid, list) and grid and all(isinstance(c, dict) for c in grid):
+        combos = [dict(c) for c in grid]
+    else:
+        raise ConfigError(f"{where}.grid: give a table of value lists or a list of tables, got {grid!r}")
+    for combo in combos:
+        for axis in combo:
+            if axis not in allowed:
+                raise ConfigError(unknown_value_message(kind, axis, allowed, f"{where}.grid"))
+            if axis in params:
+                raise ConfigError(f"{where}.grid.{axis}: also set in params; keep it in one place")
+    return combos
+
+
+def _label(name: str, combo: dict[str, Any]) -> str:
+    if not combo:
+        return name
+    parts = [f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in combo.items()]
+    return f"{name}[{','.join(parts)}]"
+
+
+def _measures(value: Any, depth: int, source: str) -> list[str]:
+    where = f"{source}: [experiment].measures"
+    if not isinstance(value, list) or not value or not all(isinstance(m, str) for m in value):
+        raise ConfigError(f"{where}: give a non-empty list of measure names such as \"ndcg@10\"")
+    for measure in value:
+        if not is_measure(measure):
+            allowed = [f"{f}@10" for f in ("ndcg", "mrr", "recall", "map", "precision")]
+            raise ConfigError(unknown_value_message("measure", measure, allowed, where).replace(
+                "allowed:", "allowed: name@k with k >= 1, e.g."))
+        cutoff = int(measure.split("@")[1])
+        if cutoff > depth:
+            raise ConfigError(f"{where}: {measure} needs a run of depth >= {cutoff}; raise [experiment].depth")
+    _unique(value, where, "measure")
+    return list(value)
+
+
+def _check_keys(table: Mapping[str, Any], allowed: tuple[str, ...], where: str, kind: str) -> None:
+    for key in table:
+        if key not in allowed:
+            raise ConfigError(unknown_value_message(kind, key, allowed, where))
+
+
+def _table(raw: Mapping[str, Any], key: str, source: str, required: bool = False) -> dict[str, Any]:
+    value = raw.get(key, {})
+    if key not in raw and required:
+        raise ConfigError(f"{source}: missing [{key}] table (it needs at least name = \"...\")")
+    if not isinstance(value, dict):
+        raise ConfigError(f"{source}: {key} must be a table ([{key}])")
+    return value
+
+
+def _array(raw: Mapping[str, Any], key: str, source: str, required: bool = True) -> list[Any]:
+    value = raw.get(key, [])
+    if not isinstance(value, list):
+        raise ConfigError(f"{source}: {key} must be an array of tables ([[{key}]])")
+    if required and not value:
+        raise ConfigError(f"{source}: no [[{key}]] entries; add at least one")
+    return value
+
+
+def _inline_table(entry: dict, key: str, where: str) -> dict[str, Any]:
+    value = entry.get(key, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}.{key}: must be a table such as {{ k1 = 1.2 }}, got {value!r}")
+    return dict(value)
+
+
+def _name(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not NAME_PATTERN.match(value):
+        raise ConfigError(f"{where}: give a name of letters, digits, '.', '_' or '-', got {value!r}")
+    return value
+
+
+def _string(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def _positive_int(value: Any, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(f"{where}: expected an integer >= 1, got {value!r}")
+    return value
+
+
+def _unique(values: list[str], where: str, kind: str) -> None:
+    seen = set()
+    for value in values:
+        if value in seen:
+            raise ConfigError(f"{where}: {kind} {value!r} appears twice; names must be unique")
+        seen.add(value)
