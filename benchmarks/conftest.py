@@ -45,11 +45,12 @@ def run_timed(
     unit: str = "q",
     role: str = "ours",
     rounds: int = 5,
+    warmup: bool = True,
 ) -> Any:
     """Time ``fn`` (after one warm-up call) and record it under ``group`` for the ratio summary."""
     benchmark.group = group
     benchmark.extra_info.update(name=name, role=role, units=units, unit=unit)
-    result = benchmark.pedantic(fn, rounds=rounds, iterations=1, warmup_rounds=1)
+    result = benchmark.pedantic(fn, rounds=rounds, iterations=1, warmup_rounds=int(warmup))
     _TIMINGS[group].append(Timing(name, role, benchmark.stats.stats.median, units, unit))
     return result
 
@@ -84,7 +85,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         for timing in timings:
             rate = timing.units / timing.seconds if timing.seconds > 0 else math.inf
             seconds = f"{timing.seconds * 1e3:10.2f} ms"
-            write(f"  {timing.role:4} {timing.name:40} {seconds}  {rate:14,.1f} {timing.unit}/s")
+            write(f"  {timing.name:42} {seconds}  {rate:14,.1f} {timing.unit}/s")
         for ours in (t for t in timings if t.role == "ours"):
             for peer in (t for t in timings if t.role == "peer"):
                 write(f"  {ours.name} vs {peer.name}: {peer.seconds / ours.seconds:.2f}x")

@@ -170,7 +170,7 @@ def _test_pair(aligned: sig.Aligned, spec: CompareSpec) -> dict[str, Any]:
     return row
 
 
-def _correct_family(table: pd.DataFrame, family: list[str], spec: CompareSpec) -> pd.DataFrame:
+def _correct_family(table: pd.DataFrame, family: str, spec: CompareSpec) -> pd.DataFrame:
     for test in spec.tests:
         adjusted = table[f"p_{test}"].copy()
         for _, index in table.groupby(family).groups.items():
@@ -209,7 +209,7 @@ def compare_to_baseline(results: pd.DataFrame, per_query: pd.DataFrame, spec: Co
                     | _test_pair(aligned, spec)
                 )
     table = pd.DataFrame(rows)
-    return _correct_family(table, ["dataset"], spec) if not table.empty else table
+    return _correct_family(table, "dataset", spec) if not table.empty else table
 
 
 def read_trec_run(path: Path) -> RunDict:
@@ -327,7 +327,7 @@ def rrf_order_study(
                 | {"measure": measure, "top_changed_share": changed, "kendall_tau": tau}
                 | _test_pair(aligned, spec)
             )
-    table = _correct_family(pd.DataFrame(rows), ["measure"], spec)
+    table = _correct_family(pd.DataFrame(rows), "measure", spec)
     datasets = []
     for dataset, series in deltas_by_dataset.items():
         mean_delta = pd.concat(series, axis=1).fillna(0.0).mean(axis=1)
@@ -348,7 +348,7 @@ def rrf_order_study(
             }
         )
     per_dataset = pd.DataFrame(datasets).assign(measure=measures[0])
-    per_dataset = _correct_family(per_dataset, ["measure"], spec)
+    per_dataset = _correct_family(per_dataset, "measure", spec)
     return StudyResult(table, per_dataset, study_verdict(per_dataset, measures[0], spec), measures[0])
 
 

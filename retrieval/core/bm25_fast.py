@@ -25,9 +25,13 @@ import scipy.sparse as sp
 from retrieval.core.bm25 import DEFAULT_B, DEFAULT_K1, bm25_idf, unique_terms, validate_bm25_params
 
 _ARRAYS = ("data", "indices", "indptr")
+# Terms in at least this share of documents also get a dense weight row, within a budget of cells.
+DENSE_MIN_DF_SHARE = 0.25
+MAX_DENSE_CELLS = 1 << 25  # 256 MB of float64
 
 
-# The kernel of ``top_k_batch``, per query: add each term's posting weights into a dense score row,
+# The kernel of ``top_k_batch``, per query: add each term's posting weights into a dense score row
+# (frequent terms, df >= N / 4, have their weights stored densely too, as adding 0.0 changes nothing),
 # then scan the row in document order keeping the k best in a heap whose root is the worst kept
 # (lowest score, then highest doc index), so ties go to the lower index as with ``heapq.nlargest``.
 
@@ -69,7 +73,19 @@ def _push(heap_scores, heap_docs, size, score, doc):  # type: ignore[no-untyped-
 
 
 @numba.njit(cache=True, parallel=True)
-def _top_k_kernel(indptr, indices, data, query_indptr, query_terms, n_docs, n_chunks, out_docs, out_scores):  # type: ignore[no-untyped-def]
+def _top_k_kernel(  # type: ignore[no-untyped-def]
+    indptr,
+    indices,
+    data,
+    dense_slot,
+    dense_rows,
+    query_indptr,
+    query_terms,
+    n_docs,
+    n_chunks,
+    out_docs,
+    out_scores,
+):
     n_queries, k = out_docs.shape
     for chunk in numba.prange(n_chunks):
         scores = np.zeros(n_docs)
@@ -78,8 +94,12 @@ def _top_k_kernel(indptr, indices, data, query_indptr, query_terms, n_docs, n_ch
         for query in range(chunk * n_queries // n_chunks, (chunk + 1) * n_queries // n_chunks):
             for term_pos in range(query_indptr[query], query_indptr[query + 1]):
                 term = query_terms[term_pos]
-                for posting in range(indptr[term], indptr[term + 1]):
-                    scores[indices[posting]] += data[posting]
+                slot = dense_slot[term]
+                if slot >= 0:  # a frequent term: a sequential add of its dense row beats a scatter
+                    scores += dense_rows[slot]
+                else:
+                    for posting in range(indptr[term], indptr[term + 1]):
+                        scores[indices[posting]] += data[posting]
             for doc in range(k):
                 _push(heap_scores, heap_docs, doc, scores[doc], doc)
             # Later documents have higher indices, so only a strictly higher score displaces the root.
@@ -108,6 +128,8 @@ class SparseBM25:
         self.vocabulary: dict[str, int] = {}
         self.weights: sp.csr_matrix = sp.csr_matrix((0, 0), dtype=np.float64)
         self.avg_dl: float = 0.0
+        self._dense_slot = np.empty(0, dtype=np.int64)
+        self._dense_rows = np.empty((0, 0), dtype=np.float64)
 
     @property
     def n_docs(self) -> int:
@@ -140,7 +162,18 @@ class SparseBM25:
         row_idf = np.repeat(idf, np.diff(tf.indptr))
         tf.data = row_idf * tf.data * (self.k1 + 1.0) / (tf.data + length_norm[tf.indices])
         self.weights = tf
+        self._build_dense_rows()
         return self
+
+    def _build_dense_rows(self) -> None:
+        """Copy the weight rows of the most frequent terms (df >= N / 4, within budget) to a dense array."""
+        df = np.diff(self.weights.indptr)
+        n_dense = MAX_DENSE_CELLS // max(self.n_docs, 1)
+        frequent = np.flatnonzero(df >= max(1, DENSE_MIN_DF_SHARE * self.n_docs))
+        frequent = np.sort(frequent[np.argsort(-df[frequent], kind="stable")][:n_dense])
+        self._dense_slot = np.full(self.weights.shape[0], -1, dtype=np.int64)
+        self._dense_slot[frequent] = np.arange(len(frequent))
+        self._dense_rows = self.weights[frequent].toarray()
 
     def _query_matrix(self, queries: Sequence[Iterable[str]]) -> sp.csr_matrix:
         """0/1 matrix ``(n_queries, n_terms)`` of each query's de-duplicated terms known to the index."""
@@ -176,6 +209,8 @@ class SparseBM25:
                 w.indptr,
                 w.indices,
                 w.data,
+                self._dense_slot,
+                self._dense_rows,
                 queries.indptr,
                 queries.indices,
                 self.n_docs,
@@ -207,4 +242,5 @@ class SparseBM25:
         index.avg_dl = meta["avg_dl"]
         index.vocabulary = {term: row for row, term in enumerate(terms)}
         index.weights = sp.csr_matrix(tuple(arrays), shape=tuple(meta["shape"]), copy=False)
+        index._build_dense_rows()
         return index

@@ -40,13 +40,13 @@ def trec_eval(run: dict, qrels: dict) -> dict[str, dict[str, float]]:
         family, k = measure.split("@")
         if family == "mrr":  # trec_eval's recip_rank has no cutoff: cut the ranking at k first
             cut = {q: dict(sorted(d.items(), key=lambda p: -p[1])[: int(k)]) for q, d in ordered.items()}
-            scored, base, name = cut, "recip_rank", "recip_rank"
+            scored, base, name = cut, "recip_rank", "recip_rank"  # parameter ignored
         else:
             scored, base, name = ordered, names[family], f"{names[family]}_{k}"
         scored = {q: d for q, d in scored.items() if d and q in qrels}
         if not scored:
             continue
-        evaluator = pytrec_eval.RelevanceEvaluator({q: qrels[q] for q in scored}, {base})
+        evaluator = pytrec_eval.RelevanceEvaluator({q: qrels[q] for q in scored}, {f"{base}.{k}"})
         for qid, row in evaluator.evaluate(scored).items():
             values[measure][qid] = row[name]
     return values

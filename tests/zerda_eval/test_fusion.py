@@ -12,6 +12,7 @@ from zerda_eval.errors import ConfigError
 from zerda_eval.fusion import FUSION_METHODS, fuse_runs, resolve_fusion_params, weight_sweep
 
 A = {"q1": [("d1", 3.0), ("d2", 2.0), ("d3", 1.0)], "q2": [("d5", 1.0)]}
+RANX_KERNELS = pytest.mark.slow  # ranx's fusion kernels: about a minute of numba compiling per process here
 B = {"q1": [("d3", 0.9), ("d4", 0.5), ("d1", 0.1)], "q2": [("d5", 0.4), ("d6", 0.2)]}
 
 
@@ -28,7 +29,7 @@ def test_rrf_matches_hand_computation_for_every_k():
         assert fused["d4"] == pytest.approx(1 / (k + 2))
 
 
-@pytest.mark.slow  # ranx's parallel RRF kernel compiles for about a minute per process
+@RANX_KERNELS
 def test_rrf_equals_ranx_rrf():
     from ranx import Run, fuse
 
@@ -52,6 +53,7 @@ def test_weighted_rrf_and_pipeline_rrf_is_normalised_weighted_rrf():
     assert pipeline == pytest.approx({doc: value / best for doc, value in weighted.items()})
 
 
+@RANX_KERNELS
 def test_combsum_and_combmnz_with_min_max():
     # min-max per query: A q1 -> d1 1, d2 .5, d3 0; B q1 -> d3 1, d4 .5, d1 0
     combsum = scores(fuse_runs("combsum", [A, B]), "q1")
@@ -60,6 +62,7 @@ def test_combsum_and_combmnz_with_min_max():
     assert combmnz == pytest.approx({"d1": 2.0, "d2": 0.5, "d3": 2.0, "d4": 0.5})
 
 
+@RANX_KERNELS
 @pytest.mark.parametrize("norm", ["min-max", "z-score", "none"])
 def test_wsum_matches_numpy_normalisation(norm):
     def normalise(ranking):
@@ -89,7 +92,7 @@ def test_ties_broken_by_doc_id_and_top_k_cuts():
 
 
 def test_query_missing_from_one_run_is_fused_with_an_empty_list():
-    fused = fuse_runs("combsum", [A, {"q1": B["q1"]}])
+    fused = fuse_runs("zerda", [A, {"q1": B["q1"]}])
     assert [d for d, _ in fused["q2"]] == ["d5"]
     assert set(fuse_runs("rrf", [{"x": [("d", 1.0)]}, {"y": [("e", 1.0)]}])) == {"x", "y"}
 
@@ -124,7 +127,7 @@ def test_bad_params_are_one_line_config_errors(method, params, needle):
 
 def test_weights_must_match_runs():
     with pytest.raises(ConfigError, match="3 weights for 2 input runs"):
-        fuse_runs("wsum", [A, B], weights=[1, 1, 1])
+        fuse_runs("rrf", [A, B], weights=[1, 1, 1])
 
 
 TEXTS = [

@@ -232,7 +232,9 @@ def sweep_points(results: pd.DataFrame, param: str) -> pd.DataFrame:
         if not isinstance(x, int | float) or isinstance(x, bool):
             continue
         base = str(row["system"]).split("[", 1)[0]
-        other = ", ".join(f"{k}={params[k]}" for k in sorted(params) if _varies(results, base, k))
+        other = ", ".join(
+            f"{k}={params[k]}" for k in sorted(params) if _varies_apart(results, base, k, param)
+        )
         series = base + (f" ({other})" if other else "")
         rows.append({"dataset": row["dataset"], "series": series, "x": float(x), "cell_id": row["cell_id"]})
     frame = pd.DataFrame(rows, columns=["dataset", "series", "x", "cell_id"])
@@ -240,12 +242,19 @@ def sweep_points(results: pd.DataFrame, param: str) -> pd.DataFrame:
     return frame[counts >= 2]
 
 
-def _varies(results: pd.DataFrame, base: str, key: str) -> bool:
-    values = set()
+def _varies_apart(results: pd.DataFrame, base: str, key: str, param: str) -> bool:
+    """True if ``key`` varies across ``base``'s cells other than in lockstep with ``param``.
+
+    ``keyword_weight = 1 - vector_weight`` moves with the swept ``vector_weight``: it is not a series.
+    """
+    pairs = set()
     for params in cells_of(results, base)["params"]:
-        value = (json.loads(params) if isinstance(params, str) else params).get(key)
-        values.add(json.dumps(value, sort_keys=True))
-    return len(values) > 1
+        params = json.loads(params) if isinstance(params, str) else params
+        pairs.add(
+            (json.dumps(params.get(param), sort_keys=True), json.dumps(params.get(key), sort_keys=True))
+        )
+    keys, xs = {k for _, k in pairs}, {x for x, _ in pairs}
+    return len(keys) > 1 and not (len(pairs) == len(keys) == len(xs))
 
 
 def sweep_curves(

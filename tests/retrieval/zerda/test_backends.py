@@ -212,7 +212,8 @@ def test_chroma_reads_what_another_process_wrote(corpus, tmp_path):
         "from retrieval.zerda.backends import ChromaVectorDatabase\n"
         "vectors = np.load(sys.argv[1] + '/vectors.npy')\n"
         "chunks = [DocumentChunk(f'document number {i}', f'd{i}', f'd{i}-c0',\n"
-        "          ChunkMetadata(category=('legal', 'finance', 'medical')[i % 3])) for i in range(len(vectors))]\n"
+        "          ChunkMetadata(category=('legal', 'finance', 'medical')[i % 3]))\n"
+        "          for i in range(len(vectors))]\n"
         "ChromaVectorDatabase(lambda text: None, sys.argv[1] + '/db').add(chunks, embeddings=vectors)\n"
     )
     subprocess.run([sys.executable, "-c", writer, str(tmp_path)], check=True, capture_output=True)

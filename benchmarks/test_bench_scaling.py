@@ -1,0 +1,79 @@
+"""How SparseBM25 grows: 10k, 100k (and, with ZERDA_BENCH_1M=1, 1M) synthetic Zipfian passages.
+
+Passages draw 20-80 tokens from a 200,000-word vocabulary with Zipf(1.1) frequencies (so a few words
+are in most passages, as real stopwords are); queries draw 3-10 words the same way. Reported: index
+time, batched and single-query latency, and index bytes per passage (CSR arrays + dense rows).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from retrieval.core.bm25_fast import SparseBM25
+
+VOCABULARY = np.array([f"w{i}" for i in range(200_000)], dtype=object)
+SIZES = [
+    10_000,
+    100_000,
+    pytest.param(
+        1_000_000,
+        marks=pytest.mark.skipif(
+            os.environ.get("ZERDA_BENCH_1M") != "1",
+            reason="set ZERDA_BENCH_1M=1 (needs ~4 GB RAM, a few minutes)",
+        ),
+    ),
+]
+N_QUERIES, K = 200, 10
+
+
+def zipf_token_lists(rng: np.random.Generator, n: int, low: int, high: int) -> list[list[str]]:
+    lengths = rng.integers(low, high + 1, size=n)
+    ranks = rng.zipf(1.1, size=int(lengths.sum())) - 1
+    words = VOCABULARY[ranks[ranks < len(VOCABULARY)]].tolist()  # token strings shared, not copied
+    bounds = np.concatenate([[0], np.cumsum(lengths)])
+    return [words[bounds[i] : bounds[i + 1]] for i in range(n)]
+
+
+@pytest.fixture(scope="module", params=SIZES, ids=lambda n: f"{n:,}")
+def synthetic(request: pytest.FixtureRequest) -> tuple[list[list[str]], list[list[str]]]:
+    rng = np.random.default_rng(request.param)
+    return zipf_token_lists(rng, request.param, 20, 80), zipf_token_lists(rng, N_QUERIES, 3, 10)
+
+
+def test_index_time(timed, synthetic) -> None:
+    corpus, _ = synthetic
+    index = timed(
+        f"scaling: index {len(corpus):,}",
+        "ours SparseBM25.fit",
+        lambda: SparseBM25().fit(corpus),
+        units=len(corpus),
+        unit="doc",
+        rounds=1,
+        warmup=False,
+    )
+    arrays = (index.weights.data, index.weights.indices, index.weights.indptr, index._dense_rows)
+    print(
+        f"\n{len(corpus):,} passages: {sum(a.nbytes for a in arrays) / len(corpus):.0f} index bytes/passage, "
+        f"{index.weights.shape[0]:,} terms, {index._dense_rows.shape[0]} dense rows"
+    )
+
+
+@pytest.fixture(scope="module")
+def index(synthetic) -> SparseBM25:
+    return SparseBM25().fit(synthetic[0])
+
+
+@pytest.mark.parametrize("batch", [N_QUERIES, 1])
+def test_query_latency(timed, synthetic, index: SparseBM25, batch: int) -> None:
+    corpus, queries = synthetic
+    queries = queries[:batch]
+    timed(
+        f"scaling: top-{K} over {len(corpus):,}, batch of {batch}",
+        "ours SparseBM25.top_k_batch",
+        lambda: index.top_k_batch(queries, K),
+        units=batch,
+        rounds=10 if batch > 1 else 50,
+    )

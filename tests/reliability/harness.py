@@ -1,0 +1,125 @@
+"""Helpers of the reliability suite: tiny collections in tmp_path, experiment files, CLI results.
+
+Every bad-input case runs the real CLI (``zerda_eval.cli.main``) and checks what a user sees: a
+non-zero exit code, exactly one line on stderr naming the culprit, no traceback, and no partial
+output left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+DOCS = {
+    "d1": "The fennec fox lives in the Sahara desert and sleeps in sand dunes by day.",
+    "d2": "Camels store fat in their humps and cross the desert without water for days.",
+    "d3": "An oasis is a fertile spot in a desert where underground water reaches the surface.",
+    "d4": "Sand dunes move with the wind; the largest dunes of the Sahara exceed 180 metres.",
+    "d5": "Desert nights are cold because dry air and clear skies let the heat escape.",
+    "d6": "The fennec fox has large ears that shed heat and hear prey under the sand.",
+    "d7": "Date palms grow around an oasis and give shade, fruit and wood.",
+    "d8": "Scorpions hide under rocks during the day and hunt insects at night.",
+}
+QUERIES = {"q1": "fennec fox ears", "q2": "water in the desert oasis", "q3": "why are desert nights cold"}
+QRELS = {"q1": {"d6": 2, "d1": 1}, "q2": {"d3": 2, "d7": 1, "d2": 1}, "q3": {"d5": 2}}
+# Lines a progress bar (tqdm / rich) may leave on stderr; they are not messages.
+PROGRESS = re.compile(r"\d+%\||\|\s*\d+/\d+|\d+/\d+ \[")
+
+
+def write_beir(
+    folder: Path,
+    docs: dict[str, str] | None = None,
+    queries: dict[str, str] | None = None,
+    qrels: dict[str, dict[str, int]] | None = None,
+) -> Path:
+    """A BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv) with the given or the default data."""
+    docs = DOCS if docs is None else docs
+    queries = QUERIES if queries is None else queries
+    qrels = QRELS if qrels is None else qrels
+    (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({"_id": d, "title": "", "text": t}) for d, t in docs.items()]
+    (folder / "corpus.jsonl").write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    lines = [json.dumps({"_id": q, "text": t}) for q, t in queries.items()]
+    (folder / "queries.jsonl").write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    rows = ["query-id\tcorpus-id\tscore"] + [f"{q}\t{d}\t{g}" for q, j in qrels.items() for d, g in j.items()]
+    (folder / "qrels" / "test.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return folder
+
+
+def toml_value(value: object) -> str:
+    """A Python value as TOML (json's strings, numbers, lists and booleans are TOML too)."""
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def experiment_toml(
+    tmp: Path,
+    datasets: list[dict] | None = None,
+    systems: list[dict] | None = None,
+    experiment: dict | None = None,
+    name: str = "reliability",
+    fusions: list[dict] | None = None,
+) -> Path:
+    """Write ``<tmp>/experiment.toml``: one user BEIR collection and one BM25 system unless given."""
+    if datasets is None:
+        datasets = [{"path": str(write_beir(tmp / "collection")), "format": "beir", "name": "tiny"}]
+    if systems is None:
+        systems = [{"name": "bm25", "family": "zerda.keyword"}]
+    head = {
+        "name": name,
+        "output_dir": str(tmp / "out"),
+        "cache_dir": str(tmp / "cache"),
+        "depth": 10,
+        "measures": ["ndcg@10", "mrr@10", "recall@10"],
+        **(experiment or {}),
+    }
+    parts = ["[experiment]", *(f"{k} = {toml_value(v)}" for k, v in head.items())]
+    for section, entries in (("datasets", datasets), ("systems", systems), ("fusions", fusions or [])):
+        for entry in entries:
+            parts += ["", f"[[{section}]]", *(f"{k} = {toml_value(v)}" for k, v in entry.items())]
+    path = tmp / "experiment.toml"
+    path.write_text("\n".join(parts) + "\n", encoding="utf-8")
+    return path
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def messages(self) -> list[str]:
+        """The non-empty stderr lines as a terminal shows them, progress bars left out."""
+        shown = (line.split("\r")[-1].strip() for line in self.err.split("\n"))
+        return [line for line in shown if line and not PROGRESS.search(line)]
+
+
+def assert_one_line_error(result: CliResult, *fragments: str) -> str:
+    """Non-zero exit, no traceback, exactly one stderr message, containing every fragment (any case)."""
+    assert "Traceback" not in result.out + result.err, result.err
+    assert result.code not in (0, None), (result.code, result.err)
+    assert len(result.messages) == 1, result.err
+    line = result.messages[0]
+    for fragment in fragments:
+        assert fragment.lower() in line.lower(), (fragment, line)
+    return line
+
+
+def assert_no_partial_output(output_dir: Path) -> None:
+    """No temporary files, and every cell directory present is a finished cell (valid result.json)."""
+    if not output_dir.exists():
+        return
+    leftovers = [p for p in output_dir.rglob("*") if p.name.startswith(".") or ".tmp" in p.name]
+    assert not leftovers, leftovers
+    cells = output_dir / "cells"
+    for cell in cells.iterdir() if cells.is_dir() else []:
+        result = cell / "result.json"
+        assert result.is_file(), f"unfinished cell left behind: {sorted(p.name for p in cell.iterdir())}"
+        json.loads(result.read_text(encoding="utf-8"))
+        assert (cell / "run.trec").is_file() and (cell / "per_query.csv").is_file()

@@ -1,0 +1,125 @@
+"""Same config, same machine -> byte-identical run files and identical results (timing columns aside).
+
+Two fresh runs (separate output and cache folders, so nothing is reused) of a small grid covering the
+zerda and pipeline families, a dense hybrid in both ``rrf_order`` modes and a fusion; the slow test
+does the same for ``experiments/quickstart.toml``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from tests.reliability.harness import experiment_toml, write_beir
+
+REPO = Path(__file__).resolve().parents[2]
+TIMING_COLUMNS = {
+    "index_time_s",
+    "latency_mean_ms",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+    "qps",
+    "peak_rss_mb",
+}
+SYSTEMS = [
+    {"name": "bm25", "family": "zerda.keyword"},
+    {"name": "bm25fast", "family": "zerda.keyword", "params": {"engine": "fast"}, "grid": {"b": [0.3, 0.9]}},
+    {"name": "sparse", "family": "pipeline.sparse"},
+    {"name": "hybrid", "family": "zerda.hybrid", "grid": {"rrf_order": ["as_documented", "fixed"]}},
+]
+FUSIONS = [{"name": "rrf", "inputs": ["bm25", "sparse"], "method": "rrf"}]
+
+
+def cell_files(output_dir: Path) -> dict[str, bytes]:
+    """``{"<cell_id>/<file>": bytes}`` of the run and per-query files of every cell."""
+    return {
+        f"{cell.name}/{name}": (cell / name).read_bytes()
+        for cell in sorted((output_dir / "cells").iterdir())
+        for name in ("run.trec", "per_query.csv")
+    }
+
+
+def results_without_timing(output_dir: Path) -> list[dict[str, str]]:
+    with (output_dir / "results.csv").open(encoding="utf-8") as handle:
+        rows = [{k: v for k, v in row.items() if k not in TIMING_COLUMNS} for row in csv.DictReader(handle)]
+    return sorted(rows, key=lambda row: row["cell_id"])
+
+
+def test_two_runs_of_a_grid_are_identical(cli, tmp_path):
+    folder = write_beir(tmp_path / "collection")
+    dataset = [{"path": str(folder), "format": "beir", "name": "tiny"}]
+    outputs = []
+    for attempt in ("first", "second"):
+        root = tmp_path / attempt
+        root.mkdir()
+        config = experiment_toml(root, datasets=dataset, systems=SYSTEMS, fusions=FUSIONS)
+        result = cli("run", config)
+        assert result.code == 0, result.err
+        outputs.append(root / "out")
+    first, second = outputs
+    files = cell_files(first)
+    assert len(files) == 2 * 7  # 1 + 2 + 1 + 2 system cells and one fusion cell
+    assert files == cell_files(second)
+    assert results_without_timing(first) == results_without_timing(second)
+    assert len(results_without_timing(first)) == 7
+
+
+def test_results_record_versions_and_config_hash(cli, tmp_path):
+    from zerda_eval.config import load_experiment
+
+    config = experiment_toml(tmp_path)
+    assert cli("run", config).code == 0
+    output_dir = tmp_path / "out"
+    expected_hash = load_experiment(config).config_hash
+    assert expected_hash in (output_dir / "experiment.json").read_text(encoding="utf-8")
+    cell = next((output_dir / "cells").iterdir())
+    result = json.loads((cell / "result.json").read_text(encoding="utf-8"))
+    assert result["cell_id"] == cell.name
+    text = json.dumps(result)
+    for library in ("numpy", "ranx", "scipy"):
+        assert f'"{library}": "{metadata.version(library)}"' in text, library
+
+
+def with_output_dirs(config: Path, root: Path) -> Path:
+    """A copy of ``config`` whose ``[experiment]`` writes under ``root``."""
+    text = config.read_text(encoding="utf-8")
+    text = re.sub(r"(?m)^(output_dir|cache_dir)\s*=.*$\n?", "", text)
+    paths = f'output_dir = "{root / "out"}"\ncache_dir = "{root / "cache"}"\n'
+    text = text.replace("[experiment]\n", "[experiment]\n" + paths, 1)
+    copy = root / config.name
+    copy.write_text(text, encoding="utf-8")
+    return copy
+
+
+@pytest.mark.slow
+def test_two_runs_of_the_quickstart_are_identical(tmp_path):
+    quickstart = REPO / "experiments" / "quickstart.toml"
+    if not quickstart.is_file():
+        pytest.skip("experiments/quickstart.toml is not there yet")
+    env = {**os.environ, "IR_DATASETS_HOME": str(tmp_path / "ir_datasets")}
+    outputs = []
+    for attempt in ("first", "second"):
+        root = tmp_path / attempt
+        root.mkdir()
+        config = with_output_dirs(quickstart, root)
+        done = subprocess.run(
+            [sys.executable, "-m", "zerda_eval", "run", str(config)],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        outputs.append(root / "out")
+    assert cell_files(outputs[0]) == cell_files(outputs[1])
+    assert results_without_timing(outputs[0]) == results_without_timing(outputs[1])

@@ -1,0 +1,146 @@
+"""write_report on a real run directory: every plot type rendered, tables equal to the saved results."""
+
+from __future__ import annotations
+
+import re
+
+import matplotlib.image
+import numpy as np
+import pandas as pd
+import pytest
+
+from zerda_eval.compare import compare_to_baseline
+from zerda_eval.report import write_report
+from zerda_eval.report.plots import pareto_front, plot_label
+from zerda_eval.report.tables import MARKERS, load_run_dir
+
+PLOTS = [
+    "metric_ndcg_10",
+    "delta_ndcg_10",
+    "pareto_ndcg_10",
+    "sweep_k_ndcg_10",
+    "sweep_weights_ndcg_10",
+    "sweep_vector_weight_ndcg_10",
+    "rrf_order_delta",
+]
+
+
+@pytest.fixture(scope="module")
+def report(run_dir, tmp_path_factory):
+    report_dir = tmp_path_factory.mktemp("reports") / "tiny"
+    return write_report(run_dir, report_dir)
+
+
+def test_report_files_exist(report):
+    folder = report.parent
+    assert report.name == "report.md"
+    for name in ("report.md", "report.html", "results.csv", "results.parquet"):
+        assert (folder / name).stat().st_size > 1000
+
+
+@pytest.mark.parametrize("name", PLOTS)
+def test_every_plot_type_is_rendered_png_and_svg(report, name):
+    png, svg = report.parent / "plots" / f"{name}.png", report.parent / "plots" / f"{name}.svg"
+    assert png.stat().st_size > 10_000 and svg.stat().st_size > 10_000
+    height, width = matplotlib.image.imread(png).shape[:2]
+    assert width >= 500 and height >= 300
+    assert svg.read_text(encoding="utf-8").lstrip().startswith("<?xml")
+    assert f"plots/{name}.png" in report.read_text(encoding="utf-8")
+
+
+def test_html_is_self_contained(report):
+    page = (report.parent / "report.html").read_text(encoding="utf-8")
+    assert page.count('src="data:image/png;base64,') == len(PLOTS)
+    assert 'src="plots/' not in page and "<link" not in page
+
+
+def test_results_copies_equal_the_run(report, run_dir):
+    saved = pd.read_parquet(run_dir / "results.parquet")
+    pd.testing.assert_frame_equal(pd.read_parquet(report.parent / "results.parquet"), saved)
+    pd.testing.assert_frame_equal(
+        pd.read_csv(report.parent / "results.csv"), pd.read_csv(run_dir / "results.csv")
+    )
+
+
+def markdown_tables(text: str) -> list[list[list[str]]]:
+    tables, current = [], []
+    for line in text.splitlines():
+        if line.startswith("|"):
+            current.append([c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]])
+        elif current:
+            tables.append(current)
+            current = []
+    return tables
+
+
+def number(cell: str) -> float:
+    return float(re.sub(r"[*†]", "", cell.replace("**", "")))
+
+
+def test_metric_tables_equal_saved_results_with_baseline_bold_and_markers(report, run_dir):
+    data = load_run_dir(run_dir)
+    results = data.results
+    text = report.read_text(encoding="utf-8")
+    per_dataset = [t for t in markdown_tables(text) if t[0][0] == "system"]
+    assert len(per_dataset) == results["dataset"].nunique()
+    comparisons = compare_to_baseline(results, data.per_query, data.spec)
+    significant = {(r["cell_id"], r["measure"]): r for _, r in comparisons.iterrows()}
+    for dataset, table in zip(dict.fromkeys(results["dataset"]), per_dataset, strict=True):
+        header, rows = table[0], table[2:]
+        expected = results[results["dataset"] == dataset].reset_index(drop=True)
+        assert len(rows) == len(expected)
+        for measure in data.measures:
+            j = header.index(measure)
+            best = expected[measure].max()
+            for i, row in expected.iterrows():
+                cell = rows[i][j]
+                assert number(cell) == pytest.approx(row[measure], abs=5e-5)
+                assert cell.startswith("**") == (row[measure] == best)
+                comparison = significant.get((row["cell_id"], measure))
+                markers = (
+                    ""
+                    if comparison is None
+                    else "".join(MARKERS[t] for t in data.spec.tests if comparison[f"significant_{t}"])
+                )
+                assert cell.replace("**", "").endswith(markers) if markers else cell[-1] not in "*†"
+        baseline_rows = [r[0] for r in rows if r[0].endswith("(baseline)")]
+        assert baseline_rows == ["bm25 (baseline)"]
+
+
+def test_study_headline_and_verdict_match_the_runs(report, run_dir):
+    text = report.read_text(encoding="utf-8")
+    headline = next(t for t in markdown_tables(text) if t[0][0] == "dataset" and "settings" in t[0])
+    results = pd.read_parquet(run_dir / "results.parquet")
+    for row in headline[2:]:
+        dataset = row[0]
+        cells = results[(results["dataset"] == dataset) & results["system"].str.startswith("hybrid[")]
+        fixed = cells[cells["system"].str.contains("rrf_order=fixed")]["ndcg@10"].mean()
+        documented = cells[cells["system"].str.contains("rrf_order=as_documented")]["ndcg@10"].mean()
+        assert float(row[2]) == pytest.approx(fixed - documented, abs=5e-5)
+        assert row[1] == "2"
+    verdict = text.split("## RRF-ordering study (seed 000 HybridRetriever)\n\n", 1)[1].split("\n\n", 1)[0]
+    assert verdict.startswith("Over 2 dataset(s) and 4 paired setting(s)")
+
+
+def test_appendix_has_config_and_versions(report):
+    text = report.read_text(encoding="utf-8")
+    appendix = text.split("## Appendix: configuration and library versions", 1)[1]
+    assert '"baseline": "bm25"' in appendix and "numpy:" in appendix and "matplotlib:" in appendix
+
+
+def test_pareto_front_by_hand():
+    latency = np.array([1.0, 2.0, 3.0, 2.5, 1.0])
+    quality = np.array([0.2, 0.5, 0.6, 0.4, 0.1])
+    # (2.5, 0.4) is dominated by (2.0, 0.5); (1.0, 0.1) by (1.0, 0.2)
+    assert pareto_front(latency, quality).tolist() == [True, True, True, False, False]
+
+
+def test_arabic_labels_are_never_drawn_unshaped():
+    label = plot_label("tydiqa السؤال")
+    try:
+        import arabic_reshaper  # noqa: F401
+    except ImportError:
+        assert label == "tydiqa \\u0627\\u0644\\u0633\\u0624\\u0627\\u0644"
+    else:
+        assert label != "tydiqa السؤال"
+    assert plot_label("xquad/ar") == "xquad/ar"
