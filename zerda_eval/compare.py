@@ -366,10 +366,9 @@ def study_verdict(datasets: pd.DataFrame, measure: str, spec: CompareSpec) -> st
     size = "negligible" if mean_abs < NEGLIGIBLE_DELTA else "material"
     lines = [
         f"Over {len(datasets)} dataset(s) and {settings} paired setting(s), fixing the RRF ordering "
-        f"(adding the bonus after the weighted sum) changed {measure} by {best['delta']:+.4f} at most "
-        f"({best['dataset']}) and {worst['delta']:+.4f} at least ({worst['dataset']}); "
-        f"the mean absolute change is {mean_abs:.4f}, which is {size} "
-        f"(threshold {NEGLIGIBLE_DELTA}).",
+        f"(adding the bonus after the weighted sum) changed mean {measure} per dataset by between "
+        f"{worst['delta']:+.4f} ({worst['dataset']}) and {best['delta']:+.4f} ({best['dataset']}); "
+        f"the mean absolute change is {mean_abs:.4f}, which is {size} (threshold {NEGLIGIBLE_DELTA}).",
         f"The change is significant ({test_name}, {spec.correction} correction over datasets, "
         f"alpha={spec.alpha}) on {len(significant)} of {len(datasets)} dataset(s): "
         f"{len(gains)} gain(s) and {len(losses)} loss(es).",

@@ -21,6 +21,9 @@ from retrieval.embeddings.base import (
 
 FULL_DIM = 256
 DIMS = (256, 128, 64)
+# Batches are padded to their longest text: 16 ran about 1.6-2.4x faster than 64 on SciFact abstracts
+# and TyDi-ar paragraphs here (the vectors are the same up to float rounding).
+DEFAULT_BATCH_SIZE = 16
 
 
 class WordLlamaEmbedder(BaseEmbedder):
@@ -30,7 +33,7 @@ class WordLlamaEmbedder(BaseEmbedder):
     ``batch_size`` is faster on long texts. Output is deterministic (no sampling, no threads).
     """
 
-    def __init__(self, dim: int = FULL_DIM, batch_size: int = 64):
+    def __init__(self, dim: int = FULL_DIM, batch_size: int = DEFAULT_BATCH_SIZE):
         if dim not in DIMS:
             raise EmbedderError(f"wordllama dim={dim!r} is not available offline; use one of {DIMS}")
         check_positive_int("wordllama batch_size", batch_size)

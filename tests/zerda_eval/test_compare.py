@@ -177,7 +177,11 @@ def test_verdict_follows_the_numbers():
         ]
     )
     text = compare.study_verdict(gains, "ndcg@10", spec)
-    assert "+0.0300 at most (a)" in text and "on 2 of 2 dataset(s): 2 gain(s)" in text and "material" in text
+    assert (
+        "between +0.0100 (b) and +0.0300 (a)" in text
+        and "on 2 of 2 dataset(s): 2 gain(s)" in text
+        and "material" in text
+    )
     assert 'use rrf_order = "fixed"' in text
     null = gains.assign(delta=[0.001, -0.002], **{"significant_t-test": [False, False]})
     assert "without a measurable effect" in compare.study_verdict(null, "ndcg@10", spec)

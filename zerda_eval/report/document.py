@@ -43,15 +43,11 @@ class Code:
 Block = Heading | Paragraph | Code | Table | plots.Figure
 
 
-def _study(data: RunData) -> StudyResult | None:
-    return rrf_order_study(data.results, data.per_query, data.run_dir, data.spec)
-
-
 def build_document(data: RunData, plot_dir: Path) -> list[Block]:
     """Every section of the report, with its plots written to ``plot_dir``."""
     spec, measure = data.spec, data.measures[0]
     comparisons = compare_to_baseline(data.results, data.per_query, spec)
-    study = _study(data)
+    study: StudyResult | None = rrf_order_study(data.results, data.per_query, data.run_dir, spec)
     blocks: list[Block] = [Heading(1, f"zerda-eval report: {data.name}")]
     datasets = list(dict.fromkeys(data.results["dataset"]))
     blocks.append(

@@ -144,9 +144,8 @@ def delta_distribution(
     if not panels:
         return None
     n_systems = max(len(d) for _, d in panels)
-    fig, axes = plt.subplots(
-        len(panels), 1, figsize=(max(6.0, 1.5 + 0.5 * n_systems), 3.2 * len(panels)), squeeze=False
-    )
+    size = (max(6.0, 1.5 + 0.5 * n_systems), 1.5 + 3.2 * len(panels))
+    fig, axes = plt.subplots(len(panels), 1, figsize=size, squeeze=False, layout="constrained")
     for ax, (dataset, deltas) in zip(axes[:, 0], panels, strict=True):
         ax.boxplot(list(deltas.values()), showmeans=True)
         ax.set_xticks(np.arange(1, len(deltas) + 1), [plot_label(s) for s in deltas], rotation=30, ha="right")
@@ -154,7 +153,6 @@ def delta_distribution(
         ax.set_ylabel(f"Δ {measure} per query")
         ax.set_title(plot_label(f"{dataset}: system minus baseline ({baseline}); triangle = mean"))
     axes[-1, 0].set_xlabel("system")
-    fig.tight_layout()
     return _save(fig, out_dir, f"delta_{_slug(measure)}", f"Per-query {measure} delta against {baseline}.")
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from zerda_eval.compare import CompareSpec, measure_columns, parse_compare
+from zerda_eval.compare import CompareSpec, cells_of, measure_columns, parse_compare
 from zerda_eval.errors import DataFormatError
 
 EFFICIENCY = ("index_time_s", "latency_mean_ms", "latency_p50_ms", "latency_p95_ms", "qps", "peak_rss_mb")
@@ -82,7 +82,7 @@ def load_run_dir(run_dir: Path) -> RunData:
             f"{experiment}: missing; is {run_dir} a run directory written by 'zerda-eval run'?"
         )
     document = json.loads(experiment.read_text(encoding="utf-8"))
-    config = document.get("config", document)
+    config = document.get("config") or document.get("resolved") or document
     results = _read_results(run_dir).astype({"cell_id": str})
     per_query = _read_per_query(run_dir, results)
     spec = parse_compare(config, str(experiment))
@@ -154,8 +154,6 @@ def _column_title(column: str) -> str:
 
 
 def _is_baseline(rows: pd.DataFrame, label: str, baseline: str) -> bool:
-    from zerda_eval.compare import cells_of
-
     return label in set(cells_of(rows, baseline)["system"])
 
 
