@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from zerda_eval import significance as sig
-from zerda_eval.errors import ConfigError, DataFormatError, unknown_value_message
+from zerda_eval.errors import ConfigError, unknown_value_message
 
 RunDict = dict[str, list[tuple[str, float]]]
 COMPARE_KEYS = ("baseline", "measures", "tests", "correction", "alpha", "n_permutations", "seed")
@@ -134,10 +134,17 @@ def measure_columns(results: pd.DataFrame, per_query: pd.DataFrame, spec: Compar
     return list(spec.measures)
 
 
-def per_query_values(per_query: pd.DataFrame, cell_id: str, measure: str) -> dict[str, float]:
-    """``{query_id: value}`` of one cell and measure."""
-    rows = per_query[(per_query["cell_id"] == cell_id) & (per_query["measure"] == measure)]
-    return dict(zip(rows["query_id"].astype(str), rows["value"].astype(float), strict=True))
+PerQuery = dict[tuple[str, str], dict[str, float]]
+
+
+def index_per_query(per_query: pd.DataFrame) -> PerQuery:
+    """``{(cell_id, measure): {query_id: value}}`` from the long per-query table (one pass)."""
+    return {
+        (str(cell), str(measure)): dict(
+            zip(group["query_id"].astype(str), group["value"].astype(float), strict=True)
+        )
+        for (cell, measure), group in per_query.groupby(["cell_id", "measure"], sort=False)
+    }
 
 
 def _baseline_cell(results: pd.DataFrame, dataset: str, baseline: str) -> str:
@@ -188,6 +195,7 @@ def compare_to_baseline(results: pd.DataFrame, per_query: pd.DataFrame, spec: Co
     if spec.baseline is None:
         return pd.DataFrame()
     measures = measure_columns(results, per_query, spec)
+    lookup = index_per_query(per_query)
     rows = []
     for dataset, group in results.groupby("dataset", sort=False):
         base_cell = _baseline_cell(results, str(dataset), spec.baseline)
@@ -196,8 +204,7 @@ def compare_to_baseline(results: pd.DataFrame, per_query: pd.DataFrame, spec: Co
                 continue
             for measure in measures:
                 aligned = sig.align(
-                    per_query_values(per_query, base_cell, measure),
-                    per_query_values(per_query, cell["cell_id"], measure),
+                    lookup.get((base_cell, measure), {}), lookup.get((cell["cell_id"], measure), {})
                 )
                 rows.append(
                     {
@@ -210,22 +217,6 @@ def compare_to_baseline(results: pd.DataFrame, per_query: pd.DataFrame, spec: Co
                 )
     table = pd.DataFrame(rows)
     return _correct_family(table, "dataset", spec) if not table.empty else table
-
-
-def read_trec_run(path: Path) -> RunDict:
-    """Read ``qid Q0 docid rank score tag`` lines into ``{qid: [(docid, score), ...]}`` in file order."""
-    run: RunDict = {}
-    with open(path, encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) != 6:
-                raise DataFormatError(
-                    f"{path}:{line_number}: expected 6 fields 'qid Q0 docid rank score tag'"
-                )
-            run.setdefault(parts[0], []).append((parts[2], float(parts[4])))
-    return run
 
 
 def kendall_tau_top(first: list[str], second: list[str], depth: int = TOP_DEPTH) -> float:
@@ -302,21 +293,23 @@ def rrf_order_study(
     each dataset gets one headline delta and p-value. Corrections run over all pairs (per test) and
     over all datasets (per test).
     """
+    from zerda_eval.runner import read_trec  # the runner owns the run-file format
+
     if spec.rrf_order_system is None:
         return None
     pairs = rrf_order_pairs(results, spec.rrf_order_system)
     if pairs.empty:
         return None
     measures = measure_columns(results, per_query, spec)
+    lookup = index_per_query(per_query)
     rows, deltas_by_dataset = [], {}
     for _, pair in pairs.iterrows():
-        documented = read_trec_run(Path(run_dir) / "cells" / pair[AS_DOCUMENTED] / "run.trec")
-        fixed = read_trec_run(Path(run_dir) / "cells" / pair[FIXED] / "run.trec")
+        documented = read_trec(Path(run_dir) / "cells" / pair[AS_DOCUMENTED] / "run.trec")
+        fixed = read_trec(Path(run_dir) / "cells" / pair[FIXED] / "run.trec")
         changed, tau = ranking_agreement(documented, fixed, spec.rrf_order_depth)
         for measure in measures:
             aligned = sig.align(
-                per_query_values(per_query, pair[AS_DOCUMENTED], measure),
-                per_query_values(per_query, pair[FIXED], measure),
+                lookup.get((pair[AS_DOCUMENTED], measure), {}), lookup.get((pair[FIXED], measure), {})
             )
             if measure == measures[0]:
                 deltas_by_dataset.setdefault(pair["dataset"], []).append(

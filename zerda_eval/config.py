@@ -179,7 +179,7 @@ def _dataset(entry: Any, where: str) -> dict[str, Any]:
         dataset_id = _string(entry["id"], f"{where}.id")
         _check_dataset_id(dataset_id, BUNDLED_IDS, where)
         options = resolve_options(dataset_id, given, extra=() if dataset_id in BUNDLED_IDS else ("language",))
-    return {"label": dataset_id, "id": dataset_id, "options": options, "max_queries": max_queries}
+    return {"label": dataset_id, "id": dataset_id, "given": given, "options": options, "max_queries": max_queries}
 
 
 def _check_dataset_id(dataset_id: str, bundled: tuple[str, ...], where: str) -> None:
@@ -253,7 +253,7 @@ def _compare(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
         return {}
     from zerda_eval.compare import parse_compare
 
-    parse_compare({k: raw[k] for k in ("compare", "study") if k in raw}, source)
+    parse_compare(raw, source)
     return dict(raw.get("compare", {}))
 
 
@@ -261,7 +261,7 @@ def _cells(datasets: list, systems: list, fusions: list, common: dict, source: s
     """datasets x systems x grid, then the fusion cells (after the cells they fuse)."""
     cells: list[CellSpec] = []
     for dataset in datasets:
-        ds = {k: dataset[k] for k in ("id", "options", "max_queries")}
+        ds = {k: dataset[k] for k in ("id", "given", "options", "max_queries")}
         by_name: dict[str, list[CellSpec]] = {}
         for system in systems:
             for variant in system["variants"]:
@@ -271,8 +271,8 @@ def _cells(datasets: list, systems: list, fusions: list, common: dict, source: s
                 cell = CellSpec(content_hash(config)[:16], "system", dataset["label"], variant["label"],
                                 system["name"], config)
                 cells.append(cell)
-                by_name.setdefault(system["name"], []).append(cell)
-                by_name.setdefault(variant["label"], []).append(cell)
+                for key in {system["name"], variant["label"]}:
+                    by_name.setdefault(key, []).append(cell)
         for i, fusion in enumerate(fusions):
             inputs = [_one_cell(by_name, name, f"{source}: fusions[{i}].inputs") for name in fusion["inputs"]]
             for variant in fusion["variants"]:

@@ -212,3 +212,45 @@ def _fuse_zerda(
         )
         for qid in query_ids
     }
+
+
+def optimise_fusion(
+    method: str,
+    runs: Sequence[Mapping[str, Ranking]],
+    qrels: Mapping[str, Mapping[str, int]],
+    metric: str = "ndcg@10",
+    norm: str = "min-max",
+    step: float = WEIGHT_STEP,
+) -> dict[str, Any]:
+    """Best ``wsum`` weights (grid of ``step``) or ``rrf`` k (10..100 by 10) on ``qrels``, via ranx's
+    ``optimize_fusion``; returns parameters for ``fuse_runs``. Tune on one split and test on another.
+
+    Queries are restricted to the judged ones that every run answers (ranx requires equal query sets).
+    """
+    from ranx import Qrels, Run, optimize_fusion
+
+    if method not in ("wsum", "rrf"):
+        raise ConfigError(
+            f"optimise_fusion: method {method!r} has no ranx optimiser here; use 'wsum' or 'rrf'"
+        )
+    queries = sorted(q for q in qrels if qrels[q] and all(run.get(q) for run in runs))
+    if not queries:
+        raise ConfigError(
+            "optimise_fusion: no judged query is answered by every run; check the run query ids"
+        )
+    ranx_runs = [Run({q: dict(sort_ranking(run[q])) for q in queries}) for run in runs]
+    ranx_qrels = Qrels({q: dict(qrels[q]) for q in queries})
+    options = {"step": step} if method == "wsum" else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        best = optimize_fusion(
+            ranx_qrels,
+            ranx_runs,
+            norm=NORMS[norm] if method == "wsum" else None,
+            method=method,
+            metric=metric,
+            show_progress=False,
+            **options,
+        )
+    params = {"weights": [round(w, 10) for w in best["weights"]], "norm": norm} if method == "wsum" else best
+    return resolve_fusion_params(method, params, where="optimise_fusion")

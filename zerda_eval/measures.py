@@ -22,6 +22,7 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -106,6 +107,34 @@ def evaluate_run(run: Run, qrels: Qrels, measures: Sequence[str]) -> dict[str, d
             for qid, value in ranx_run.scores[measure].items():
                 values[measure][qid] = float(value)
     return values
+
+
+def evaluate_collection(
+    run: Run, collection: Any, qids: Sequence[str], measures: Sequence[str]
+) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+    """Per-query values and means over the judged queries among ``qids`` of ``collection``.
+
+    Qur'an QA no-answer questions follow the task rule (``zerda_eval.datasets.quranqa.task_scores``:
+    full credit only for a run of exactly ``["-1"]``); their means come with ``answerable:<measure>``
+    means over the answerable questions alone.
+    """
+    from zerda_eval.datasets.quranqa import task_scores
+
+    qrels = {qid: collection.qrels[qid] for qid in qids if qid in collection.qrels}
+    no_answer = collection.no_answer_qids & qrels.keys()
+    if not no_answer:
+        per_query = evaluate_run(run, qrels, measures)
+        return per_query, mean_values(per_query)
+    answerable = [qid for qid in qrels if qid not in no_answer]
+    values = evaluate_run(run, {qid: qrels[qid] for qid in answerable}, measures)
+    ranked_ids = {qid: [doc for doc, _ in tie_break(run.get(qid, []))] for qid in qrels}
+    per_query = {}
+    for measure in measures:
+        scores = task_scores(values[measure], ranked_ids, collection)
+        per_query[measure] = {qid: scores[qid] for qid in qrels}
+    means = mean_values(per_query)
+    means.update({ANSWERABLE_PREFIX + m: v for m, v in mean_values(values, answerable).items()})
+    return per_query, means
 
 
 def mean_values(per_query: Mapping[str, Mapping[str, float]], qids: Sequence[str] | None = None) -> dict:

@@ -114,6 +114,10 @@ def _top_k_kernel(  # type: ignore[no-untyped-def]
                 _sift_down(heap_scores, heap_docs, pos, 0)
 
 
+# One query (or one thread) runs serially: waking the thread pool costs more than it saves then.
+_top_k_kernel_serial = numba.njit(cache=True)(_top_k_kernel.py_func)
+
+
 class SparseBM25:
     """Eager sparse BM25 (seed-000 formula, ``retrieval.core.tokenize`` tokens), equal to ``BM25Index``.
 
@@ -205,7 +209,8 @@ class SparseBM25:
             queries = self._query_matrix(queries_tokens)
             w = self.weights
             n_chunks = min(len(queries_tokens), numba.get_num_threads())
-            _top_k_kernel(
+            kernel = _top_k_kernel if n_chunks > 1 else _top_k_kernel_serial
+            kernel(
                 w.indptr,
                 w.indices,
                 w.data,

@@ -54,23 +54,38 @@ def results_without_timing(output_dir: Path) -> list[dict[str, str]]:
     return sorted(rows, key=lambda row: row["cell_id"])
 
 
-def test_two_runs_of_a_grid_are_identical(cli, tmp_path):
+def run_twice(cli, tmp_path: Path, **toml) -> tuple[Path, Path]:
+    """Run the same experiment into two fresh output (and cache) folders; return both output folders."""
     folder = write_beir(tmp_path / "collection")
     dataset = [{"path": str(folder), "format": "beir", "name": "tiny"}]
     outputs = []
     for attempt in ("first", "second"):
         root = tmp_path / attempt
         root.mkdir()
-        config = experiment_toml(root, datasets=dataset, systems=SYSTEMS, fusions=FUSIONS)
-        result = cli("run", config)
+        result = cli("run", experiment_toml(root, datasets=dataset, **toml))
         assert result.code == 0, result.err
         outputs.append(root / "out")
-    first, second = outputs
+    return outputs[0], outputs[1]
+
+
+def assert_identical(first: Path, second: Path, n_cells: int) -> None:
     files = cell_files(first)
-    assert len(files) == 2 * 7  # 1 + 2 + 1 + 2 system cells and one fusion cell
+    assert len(files) == 2 * n_cells
     assert files == cell_files(second)
-    assert results_without_timing(first) == results_without_timing(second)
-    assert len(results_without_timing(first)) == 7
+    rows = results_without_timing(first)
+    assert len(rows) == n_cells
+    assert rows == results_without_timing(second)
+
+
+def test_two_runs_of_a_grid_are_identical(cli, tmp_path):
+    first, second = run_twice(cli, tmp_path, systems=SYSTEMS)
+    assert_identical(first, second, n_cells=6)  # 1 + 2 + 1 + 2 system cells
+
+
+def test_two_runs_with_a_fusion_are_identical(cli, tmp_path):
+    systems = [{"name": "bm25", "family": "zerda.keyword"}, {"name": "sparse", "family": "pipeline.sparse"}]
+    first, second = run_twice(cli, tmp_path, systems=systems, fusions=FUSIONS)
+    assert_identical(first, second, n_cells=3)
 
 
 def test_results_record_versions_and_config_hash(cli, tmp_path):

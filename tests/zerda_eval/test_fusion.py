@@ -9,7 +9,13 @@ from retrieval.zerda.config import ContextEngineConfig, RetrieverConfig
 from retrieval.zerda.models import DocumentChunk
 from retrieval.zerda.retriever import HybridRetriever, KeywordRetriever, VectorRetriever
 from zerda_eval.errors import ConfigError
-from zerda_eval.fusion import FUSION_METHODS, fuse_runs, resolve_fusion_params, weight_sweep
+from zerda_eval.fusion import (
+    FUSION_METHODS,
+    fuse_runs,
+    optimise_fusion,
+    resolve_fusion_params,
+    weight_sweep,
+)
 
 A = {"q1": [("d1", 3.0), ("d2", 2.0), ("d3", 1.0)], "q2": [("d5", 1.0)]}
 RANX_KERNELS = pytest.mark.slow  # ranx's fusion kernels: about a minute of numba compiling per process here
@@ -175,3 +181,25 @@ def test_zerda_orders_differ_exactly_by_the_bonus():
     rrf = {"d1": 1 / 61 + 1 / 63, "d2": 1 / 62, "d3": 1 / 63 + 1 / 61, "d4": 1 / 62}
     for doc, value in rrf.items():
         assert fixed[doc] - documented[doc] == pytest.approx(0.2 * value / max(rrf.values()))
+
+
+@RANX_KERNELS
+def test_optimise_fusion_finds_the_best_weights_of_the_sweep():
+    from ranx import Qrels, Run, evaluate
+
+    rng = np.random.default_rng(0)
+    docs = [f"d{i}" for i in range(30)]
+    qrels = {f"q{i}": {d: 1 for d in rng.choice(docs, 3, replace=False)} for i in range(8)}
+    first = {q: [(d, float(s)) for d, s in zip(docs, rng.random(30), strict=True)] for q in qrels}
+    second = {
+        q: [(d, float(s) + (1.0 if d in qrels[q] else 0.0) * rng.random()) for d, s in first[q]]
+        for q in qrels
+    }
+
+    def score(weights):
+        fused = fuse_runs("wsum", [first, second], weights=weights)
+        return evaluate(Qrels(qrels), Run({q: dict(r) for q, r in fused.items()}), "ndcg@10")
+
+    best = optimise_fusion("wsum", [first, second], qrels, metric="ndcg@10")
+    assert best["method"] == "wsum" and best["norm"] == "min-max"
+    assert score(best["weights"]) == pytest.approx(max(score(w) for w in weight_sweep()))

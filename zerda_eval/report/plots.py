@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from zerda_eval import significance as sig
-from zerda_eval.compare import cells_of, per_query_values
+from zerda_eval.compare import cells_of, index_per_query
 
 ARABIC = re.compile(r"[\u0600-\u06FF\u0750-\u077F\uFB50-\uFDFF\uFE70-\uFEFF]+")
 DPI = 120
@@ -84,6 +84,7 @@ def metric_bars(
     fig, ax = plt.subplots(figsize=(max(6.0, 1.2 + len(datasets) * len(systems) * 0.28), 4.5))
     colors = plt.get_cmap("tab20")(np.linspace(0, 1, max(len(systems), 2)))
     baseline_labels = set(cells_of(results, baseline)["system"]) if baseline else set()
+    lookup = index_per_query(per_query)
     for i, system in enumerate(systems):
         means, errors = [], [[], []]
         for dataset in datasets:
@@ -93,7 +94,7 @@ def metric_bars(
                 errors[0].append(0.0)
                 errors[1].append(0.0)
                 continue
-            values = np.array(list(per_query_values(per_query, row["cell_id"].iloc[0], measure).values()))
+            values = np.array(list(lookup.get((row["cell_id"].iloc[0], measure), {}).values()))
             low, high = sig.bootstrap_ci(values, seed=seed)
             mean = float(row[measure].iloc[0])
             means.append(mean)
@@ -126,18 +127,19 @@ def delta_distribution(
 ) -> Figure | None:
     """Box plots of per-query ``measure`` deltas (system minus baseline), one panel per dataset."""
     datasets = _datasets(results)
+    lookup = index_per_query(per_query)
     panels = []
     for dataset in datasets:
         rows = results[results["dataset"] == dataset]
         base = cells_of(rows, baseline)
         if len(base) != 1:
             continue
-        base_values = per_query_values(per_query, base["cell_id"].iloc[0], measure)
+        base_values = lookup.get((base["cell_id"].iloc[0], measure), {})
         deltas = {}
         for _, row in rows.iterrows():
             if row["cell_id"] != base["cell_id"].iloc[0]:
                 deltas[row["system"]] = sig.align(
-                    base_values, per_query_values(per_query, row["cell_id"], measure)
+                    base_values, lookup.get((row["cell_id"], measure), {})
                 ).delta
         if deltas:
             panels.append((dataset, deltas))

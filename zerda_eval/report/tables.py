@@ -256,8 +256,8 @@ def efficiency_table(data: RunData) -> Table:
 
 
 def library_versions(data: RunData) -> dict[str, str]:
-    """Library versions recorded by the cells (first seen per library)."""
-    versions: dict[str, str] = {}
+    """Library versions in the resolved config, then any others the cells recorded (first seen wins)."""
+    versions: dict[str, str] = {k: str(v) for k, v in (data.config.get("versions") or {}).items()}
     for result in data.cell_results.values():
         for library, version in (result.get("library_versions") or {}).items():
             versions.setdefault(library, str(version))

@@ -1,0 +1,74 @@
+"""The run directory on disk: atomic writes, and which cells are already done.
+
+A cell lives in ``cells/<cell_id>/`` (``run.trec``, ``per_query.csv``, then ``result.json`` LAST).
+Every file is written to a temporary name in the same directory and moved into place with
+``os.replace`` (atomic on POSIX), so a killed run leaves either a whole file or none; a cell counts
+as done only when its ``result.json`` exists and names the same config hash. The cell id is the
+content hash of the resolved cell config, so a changed config can never pick up a stale run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from zerda_eval.errors import RunError
+
+TMP_PREFIX = ".tmp-"
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temp file in the same directory and ``os.replace``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """UTF-8 text version of ``atomic_write_bytes``."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def cell_dir(output_dir: Path, cell_id: str) -> Path:
+    return output_dir / "cells" / cell_id
+
+
+def load_result(output_dir: Path, cell_id: str) -> dict[str, Any] | None:
+    """The finished cell's ``result.json`` if it exists and belongs to ``cell_id``, else None."""
+    path = cell_dir(output_dir, cell_id) / "result.json"
+    if not path.is_file():
+        return None
+    try:
+        result = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return result if result.get("cell_id") == cell_id else None
+
+
+def remove_temp_files(output_dir: Path) -> None:
+    """Delete temp files an interrupted run left behind (they never replaced a real file)."""
+    for tmp in output_dir.rglob(f"{TMP_PREFIX}*"):
+        tmp.unlink(missing_ok=True)
+
+
+def check_writable(output_dir: Path) -> None:
+    """``RunError`` naming the directory when runs cannot be written there."""
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        probe = output_dir / f"{TMP_PREFIX}probe"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise RunError(f"cannot write to output directory {str(output_dir)!r} ({exc.strerror}); "
+                       "choose another [experiment].output_dir") from None

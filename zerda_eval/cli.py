@@ -1,0 +1,107 @@
+"""``zerda-eval``: run an experiment, list datasets, write a report.
+
+Exit codes: 0 ok, 1 error (a ``ZerdaEvalError``: one line on stderr, no traceback), 2 usage,
+130 interrupted (Ctrl-C: finished cells are kept; rerun the same command to resume). An unexpected
+exception is a bug: its traceback is printed with a request to report it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from zerda_eval import __version__
+from zerda_eval.errors import ZerdaEvalError
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+SCHEDULERS = ("serial",)
+TABLE_MEASURES = ("ndcg@10", "mrr@10", "recall@100", "map@100", "precision@10")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="zerda-eval", description="Evaluate hybrid retrieval systems.")
+    parser.add_argument("--version", action="version", version=f"zerda-eval {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run the grid of an experiment file")
+    run.add_argument("config", type=Path, help="experiment TOML file")
+    run.add_argument("--force", action="store_true", help="recompute cells even when a finished run exists")
+    run.add_argument("--only", metavar="SYSTEM", help="run only this system or fusion (name or label)")
+    run.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel cells (serial scheduler: 1)")
+    run.add_argument("--scheduler", default="serial", help="where cells run; only 'serial' for now")
+    run.add_argument("--no-report", action="store_true", help="skip writing reports/<experiment>/")
+    commands.add_parser("datasets", help="list the bundled datasets")
+    report = commands.add_parser("report", help="write the report of a run directory")
+    report.add_argument("run_dir", type=Path)
+    report.add_argument("--out", type=Path, help="report directory (default reports/<run dir name>)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit code (``python -m zerda_eval`` and the console script use it)."""
+    args = build_parser().parse_args(argv)  # argparse exits with 2 on usage errors
+    try:
+        return COMMANDS[args.command](args)
+    except ZerdaEvalError as exc:
+        print(f"zerda-eval: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("\nzerda-eval: interrupted; finished cells are saved, rerun the same command to resume",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception:
+        traceback.print_exc()
+        print("zerda-eval: internal error (a bug); please report it with the traceback above", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _run(args: argparse.Namespace) -> int:
+    from zerda_eval.config import load_experiment
+    from zerda_eval.runner import run_experiment
+
+    if args.scheduler not in SCHEDULERS:
+        print(f"zerda-eval: error: --scheduler {args.scheduler!r} is not available yet; use 'serial'",
+              file=sys.stderr)
+        return EXIT_USAGE
+    if args.jobs != 1:
+        print("zerda-eval: error: --jobs N > 1 needs a parallel scheduler; the serial scheduler runs 1",
+              file=sys.stderr)
+        return EXIT_USAGE
+    experiment = load_experiment(args.config)
+    if args.only:
+        experiment = experiment.only(args.only)
+    table = run_experiment(experiment, force=args.force, progress=sys.stderr.isatty())
+    measures = [m for m in TABLE_MEASURES if m in table.columns]
+    columns = ["dataset", "system", *measures, "index_time_s", "latency_p50_ms", "qps"]
+    print(table[columns].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    print(f"\nruns: {experiment.output_dir}")
+    if not args.no_report and not args.only:
+        from zerda_eval.report import write_report
+
+        print(f"report: {write_report(experiment.output_dir, Path('reports') / experiment.name)}")
+    return EXIT_OK
+
+
+def _datasets(args: argparse.Namespace) -> int:
+    from zerda_eval.datasets import list_datasets
+
+    print(list_datasets().to_string(index=False))
+    return EXIT_OK
+
+
+def _report(args: argparse.Namespace) -> int:
+    from zerda_eval.errors import RunError
+    from zerda_eval.report import write_report
+
+    if not (args.run_dir / "experiment.json").is_file():
+        raise RunError(f"{args.run_dir}: not a run directory (no experiment.json); give the output_dir of a run")
+    print(write_report(args.run_dir, args.out or Path("reports") / args.run_dir.name))
+    return EXIT_OK
+
+
+COMMANDS = {"run": _run, "datasets": _datasets, "report": _report}
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,245 @@
+"""Grid cells -> runs on disk (reused by content hash, written atomically) -> one results table.
+
+``run_cell(cell, output_dir, cache_dir)`` is a pure function of the resolved cell config: it loads
+the dataset, builds and indexes the system (or reads the runs a fusion fuses), searches every query,
+evaluates, and writes ``cells/<cell_id>/{run.trec, per_query.csv, result.json}`` (result LAST). A
+cell whose ``result.json`` exists is reused unless ``force``. That one mechanism gives resume after
+a crash or Ctrl-C, and lets a scheduler (Dask) run cells anywhere that shares the output directory.
+
+Latency: each query is searched alone and timed with ``time.perf_counter`` after one untimed
+warm-up query (first-call costs: caches, lazy imports, numba kernels).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from tqdm import tqdm
+
+from zerda_eval.cache import (
+    atomic_write_bytes,
+    atomic_write_text,
+    cell_dir,
+    check_writable,
+    load_result,
+    remove_temp_files,
+)
+from zerda_eval.config import CellSpec, Experiment, canonical_json
+from zerda_eval.errors import DataFormatError, RunError
+from zerda_eval.measures import Efficiency, evaluate_collection, tie_break, warm_up_ranx
+
+RUN_TAG = "zerda-eval"
+EFFICIENCY_COLUMNS = tuple(Efficiency.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """What ``run_cell`` returns: the cell's ``result.json`` content and whether it was reused."""
+
+    cell_id: str
+    result: dict[str, Any]
+    reused: bool
+
+
+def run_cell(
+    cell: CellSpec, output_dir: Path, cache_dir: Path | None = None, force: bool = False, progress: bool = False
+) -> CellResult:
+    """Compute one cell (or reuse it) and write its files atomically; ``result.json`` is written last."""
+    output_dir = Path(output_dir)
+    if not force:
+        cached = load_result(output_dir, cell.cell_id)
+        if cached is not None:
+            return CellResult(cell.cell_id, cached, reused=True)
+    collection, qids = _collection(cell.config["dataset"])
+    queries = {qid: collection.queries[qid] for qid in qids}
+    if cell.kind == "fusion":
+        run, efficiency, stats = _fuse(cell, output_dir, queries)
+    else:
+        run, efficiency, stats = _search(cell, collection, queries, cache_dir, progress)
+    run = _finish_run(run, collection, cell.config["depth"])
+    per_query, means = evaluate_collection(run, collection, qids, cell.config["measures"])
+    result = {
+        "cell_id": cell.cell_id,
+        "dataset": cell.dataset,
+        "system": cell.label,
+        "name": cell.name,
+        "kind": cell.kind,
+        "config": cell.config,
+        "means": means,
+        "efficiency": asdict(efficiency),
+        "stats": stats,
+        "queries": len(qids),
+    }
+    directory = cell_dir(output_dir, cell.cell_id)
+    atomic_write_text(directory / "run.trec", format_trec(run))
+    atomic_write_text(directory / "per_query.csv", _per_query_csv(per_query))
+    atomic_write_text(directory / "result.json", json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False))
+    return CellResult(cell.cell_id, result, reused=False)
+
+
+def run_experiment(
+    experiment: Experiment,
+    force: bool = False,
+    progress: bool = True,
+    on_cell: Callable[[CellResult], None] | None = None,
+) -> pd.DataFrame:
+    """Run every cell in order (fusions after their inputs), then write the experiment-level files."""
+    output_dir = experiment.output_dir
+    check_writable(output_dir)
+    remove_temp_files(output_dir)
+    atomic_write_text(output_dir / "experiment.json", json.dumps(
+        {"config_hash": experiment.config_hash, "config": experiment.resolved}, indent=2, sort_keys=True,
+        ensure_ascii=False))
+    warm_up_ranx()
+    results = []
+    bar = tqdm(experiment.cells, desc=f"grid {experiment.name}", unit="cell", disable=not progress)
+    for cell in bar:
+        bar.set_postfix_str(f"{cell.dataset} | {cell.label}")
+        outcome = run_cell(cell, output_dir, experiment.cache_dir, force=force, progress=progress)
+        results.append(outcome.result)
+        if on_cell is not None:
+            on_cell(outcome)
+    table = results_table(results)
+    write_tables(output_dir, table, results)
+    return table
+
+
+def results_table(results: list[Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per cell: dataset, system, family, params (JSON), cell_id, means, efficiency."""
+    rows = []
+    for result in results:
+        config = result["config"]
+        part = config.get("system") or config.get("fusion")
+        family = part.get("family") or f"fusion.{part['method']}"
+        rows.append({
+            "dataset": result["dataset"],
+            "system": result["system"],
+            "family": family,
+            "params": canonical_json(part["params"]),
+            "cell_id": result["cell_id"],
+            **result["means"],
+            **{k: result["efficiency"][k] for k in EFFICIENCY_COLUMNS},
+        })
+    return pd.DataFrame(rows)
+
+
+def write_tables(output_dir: Path, table: pd.DataFrame, results: list[Mapping[str, Any]]) -> None:
+    """``results.csv``, ``results.parquet`` and the long ``per_query.parquet``, each atomically."""
+    atomic_write_text(output_dir / "results.csv", table.to_csv(index=False))
+    atomic_write_bytes(output_dir / "results.parquet", _parquet(table))
+    frames = []
+    for result in results:
+        per_query = pd.read_csv(cell_dir(output_dir, result["cell_id"]) / "per_query.csv", dtype={"query_id": str})
+        per_query.insert(0, "system", result["system"])
+        per_query.insert(0, "dataset", result["dataset"])
+        per_query.insert(0, "cell_id", result["cell_id"])
+        frames.append(per_query)
+    long = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    atomic_write_bytes(output_dir / "per_query.parquet", _parquet(long))
+
+
+def format_trec(run: Mapping[str, list[tuple[str, float]]]) -> str:
+    """TREC run lines ``qid Q0 docid rank score tag``; lines already in tie-break order, rank from 1."""
+    lines = [
+        f"{qid} Q0 {doc_id} {rank} {score!r} {RUN_TAG}"
+        for qid, results in run.items()
+        for rank, (doc_id, score) in enumerate(results, start=1)
+    ]
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def read_trec(path: Path) -> dict[str, list[tuple[str, float]]]:
+    """A run file written by ``format_trec``; a malformed line is a ``DataFormatError`` naming it."""
+    run: dict[str, list[tuple[str, float]]] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        parts = line.split()
+        if len(parts) != 6:
+            raise DataFormatError(f"{path}:{number}: expected 'qid Q0 docid rank score tag', got {line!r}")
+        run.setdefault(parts[0], []).append((parts[2], float(parts[4])))
+    return run
+
+
+# --- inside a cell --------------------------------------------------------------------------------
+
+
+def _collection(dataset: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    from zerda_eval.datasets import load_collection
+
+    collection = load_collection(dataset["id"], **dataset["given"])
+    qids = list(collection.queries)
+    if dataset["max_queries"] is not None:
+        qids = qids[: dataset["max_queries"]]
+    return collection, qids
+
+
+def _search(
+    cell: CellSpec, collection: Any, queries: dict[str, str], cache_dir: Path | None, progress: bool
+) -> tuple[dict, Efficiency, dict]:
+    from zerda_eval.systems import build_system
+
+    spec = cell.config["system"]
+    system = build_system(spec["family"], spec["params"])
+    depth = cell.config["depth"]
+    start = time.perf_counter()
+    system.index(collection, cache_dir)
+    index_time = time.perf_counter() - start
+    if queries:
+        first = next(iter(queries))
+        system.search({first: queries[first]}, depth)  # warm-up, not timed
+    run, latencies = {}, []
+    for qid, text in tqdm(queries.items(), desc=cell.label, unit="q", leave=False, disable=not progress):
+        start = time.perf_counter()
+        run.update(system.search({qid: text}, depth))
+        latencies.append(time.perf_counter() - start)
+    return run, Efficiency.from_timings(index_time, latencies), system.stats
+
+
+def _fuse(cell: CellSpec, output_dir: Path, queries: dict[str, str]) -> tuple[dict, Efficiency, dict]:
+    from zerda_eval.fusion import fuse_runs
+
+    runs = []
+    for input_id in cell.inputs:
+        path = cell_dir(output_dir, input_id) / "run.trec"
+        if load_result(output_dir, input_id) is None:
+            raise RunError(f"fusion {cell.label!r}: input cell {input_id} has no finished run; rerun without --only")
+        runs.append(read_trec(path))
+    spec = cell.config["fusion"]
+    params = {k: v for k, v in spec["params"].items() if k != "method"}
+    run, latencies = {}, []
+    for qid in queries:
+        start = time.perf_counter()
+        fused = fuse_runs(spec["method"], [{qid: r.get(qid, [])} for r in runs], **params)
+        latencies.append(time.perf_counter() - start)
+        run[qid] = fused.get(qid, [])
+    return run, Efficiency.from_timings(0.0, latencies), {}
+
+
+def _finish_run(run: Mapping[str, list], collection: Any, depth: int) -> dict[str, list[tuple[str, float]]]:
+    """Protocol rules, then the tie-break order, then the cut: self-hits dropped, run depth of the dataset."""
+    from zerda_eval.datasets.protocols import drop_self_hits
+
+    cut = min(depth, collection.options.get("run_depth", depth))
+    kept = drop_self_hits(run, collection)
+    return {qid: tie_break(results)[:cut] for qid, results in kept.items()}
+
+
+def _per_query_csv(per_query: Mapping[str, Mapping[str, float]]) -> str:
+    buffer = io.StringIO()
+    buffer.write("query_id,measure,value\n")
+    for measure, values in per_query.items():
+        for qid, value in values.items():
+            buffer.write(f"{qid},{measure},{value!r}\n")
+    return buffer.getvalue()
+
+
+def _parquet(table: pd.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    table.to_parquet(buffer, index=False)
+    return buffer.getvalue()
