@@ -7,6 +7,7 @@ output left behind.
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 from dataclasses import dataclass
@@ -111,15 +112,43 @@ def assert_one_line_error(result: CliResult, *fragments: str) -> str:
     return line
 
 
-def assert_no_partial_output(output_dir: Path) -> None:
-    """No temporary files, and every cell directory present is a finished cell (valid result.json)."""
+def unfinished_cells(output_dir: Path) -> list[str]:
+    """Temporary files, and cell directories without a valid ``result.json`` (relative paths)."""
     if not output_dir.exists():
-        return
+        return []
     leftovers = [p for p in output_dir.rglob("*") if p.name.startswith(".") or ".tmp" in p.name]
-    assert not leftovers, leftovers
     cells = output_dir / "cells"
     for cell in cells.iterdir() if cells.is_dir() else []:
-        result = cell / "result.json"
-        assert result.is_file(), f"unfinished cell left behind: {sorted(p.name for p in cell.iterdir())}"
-        json.loads(result.read_text(encoding="utf-8"))
-        assert (cell / "run.trec").is_file() and (cell / "per_query.csv").is_file()
+        try:
+            json.loads((cell / "result.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            leftovers.append(cell)
+        else:
+            assert (cell / "run.trec").is_file() and (cell / "per_query.csv").is_file(), cell
+    return sorted(str(p.relative_to(output_dir)) for p in leftovers)
+
+
+def assert_no_partial_output(output_dir: Path) -> None:
+    """No temporary files, and every cell directory present is a finished cell (valid result.json)."""
+    leftovers = unfinished_cells(output_dir)
+    assert not leftovers, f"partial output left behind: {leftovers}"
+
+
+def read_per_query(cell: Path) -> dict[tuple[str, str], float]:
+    with (cell / "per_query.csv").open(encoding="utf-8") as handle:
+        return {(row["query_id"], row["measure"]): float(row["value"]) for row in csv.DictReader(handle)}
+
+
+def read_run(cell: Path, use_scores: bool = False) -> dict[str, dict[str, float]]:
+    """A cell's run.trec for pytrec_eval: the file's order (its rank column) unless ``use_scores``."""
+    run: dict[str, dict[str, float]] = {}
+    for line in (cell / "run.trec").read_text(encoding="utf-8").splitlines():
+        qid, _, doc, rank, score, _ = line.split()
+        run.setdefault(qid, {})[doc] = float(score) if use_scores else 1.0 / int(rank)
+    return run
+
+
+def only_cell(output_dir: Path) -> Path:
+    cells = [p for p in (output_dir / "cells").iterdir() if p.is_dir()]
+    assert len(cells) == 1, cells
+    return cells[0]

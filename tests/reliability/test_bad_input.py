@@ -28,6 +28,10 @@ from tests.reliability.harness import (
     assert_no_partial_output,
     assert_one_line_error,
     experiment_toml,
+    only_cell,
+    read_per_query,
+    read_run,
+    unfinished_cells,
     write_beir,
 )
 
@@ -217,25 +221,6 @@ def test_output_dir_under_a_regular_file(cli, tmp_path):
 # --- inputs that are NOT errors: documented behaviour ----------------------------------------------
 
 
-def read_per_query(cell: Path) -> dict[tuple[str, str], float]:
-    with (cell / "per_query.csv").open(encoding="utf-8") as handle:
-        return {(row["query_id"], row["measure"]): float(row["value"]) for row in csv.DictReader(handle)}
-
-
-def read_run(cell: Path) -> dict[str, dict[str, float]]:
-    run: dict[str, dict[str, float]] = {}
-    for line in (cell / "run.trec").read_text(encoding="utf-8").splitlines():
-        qid, _, doc, _, score, _ = line.split()
-        run.setdefault(qid, {})[doc] = float(score)
-    return run
-
-
-def only_cell(output_dir: Path) -> Path:
-    cells = [p for p in (output_dir / "cells").iterdir() if p.is_dir()]
-    assert len(cells) == 1, cells
-    return cells[0]
-
-
 @pytest.mark.parametrize("text", ["?! ... ;", "a b c"])
 def test_query_without_indexable_tokens_scores_in_the_mean(text, cli, tmp_path):
     """Not an error: the query stays judged; whatever the system returns is scored and averaged in."""
@@ -385,8 +370,8 @@ def test_disk_full_mid_grid_then_clean_resume(cli, tmp_path, monkeypatch):
 
     calls.update(n=0, fail_at=writes // 2)
     config = experiment_toml(root, datasets=dataset, systems=GRID)
-    assert_one_line_error(cli("run", config), "space")
-    assert_no_partial_output(root / "out")
+    failed = cli("run", config)
+    unfinished = unfinished_cells(root / "out")
     assert len(list((root / "out" / "cells").glob("*/result.json"))) < 5  # stopped mid-grid
 
     calls.update(n=0, fail_at=None)
@@ -394,6 +379,9 @@ def test_disk_full_mid_grid_then_clean_resume(cli, tmp_path, monkeypatch):
     assert resumed.code == 0, resumed.err
     assert cell_snapshot(root / "out") == cell_snapshot(reference_root / "out")
     assert results_rows(root / "out") == results_rows(reference_root / "out")
+    # What the user saw when the disk filled up, and what it left behind.
+    assert_one_line_error(failed, "space")
+    assert not unfinished, f"unfinished cells left behind: {unfinished}"
 
 
 def python_m_zerda_eval(args: list[str], cwd: Path, **kwargs) -> subprocess.Popen:

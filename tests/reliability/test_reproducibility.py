@@ -18,7 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.harness import experiment_toml, write_beir
+from tests.reliability.harness import (
+    QRELS,
+    QUERIES,
+    experiment_toml,
+    only_cell,
+    read_per_query,
+    read_run,
+    write_beir,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 TIMING_COLUMNS = {
@@ -138,3 +146,22 @@ def test_two_runs_of_the_quickstart_are_identical(tmp_path):
         outputs.append(root / "out")
     assert cell_files(outputs[0]) == cell_files(outputs[1])
     assert results_without_timing(outputs[0]) == results_without_timing(outputs[1])
+
+
+def test_trec_eval_on_the_saved_run_file_gives_the_reported_numbers(cli, tmp_path):
+    """A run file is only reproducible if any tool reading it gets the numbers the harness reported.
+
+    The query without indexable tokens makes every score 0 (a full tie): trec_eval orders ties by doc
+    id descending, the harness by doc id ascending, so the saved scores must already encode the order.
+    """
+    import pytrec_eval
+
+    folder = write_beir(tmp_path / "collection", queries={**QUERIES, "q3": "?! ..."})
+    dataset = [{"path": str(folder), "format": "beir", "name": "tiny"}]
+    assert cli("run", experiment_toml(tmp_path, datasets=dataset)).code == 0
+    cell = only_cell(tmp_path / "out")
+    per_query = read_per_query(cell)
+    evaluator = pytrec_eval.RelevanceEvaluator(QRELS, {"ndcg_cut.10", "recall.10"})
+    for qid, row in evaluator.evaluate(read_run(cell, use_scores=True)).items():
+        assert row["ndcg_cut_10"] == pytest.approx(per_query[(qid, "ndcg@10")], abs=1e-12), qid
+        assert row["recall_10"] == pytest.approx(per_query[(qid, "recall@10")], abs=1e-12), qid

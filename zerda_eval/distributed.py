@@ -1,0 +1,159 @@
+"""Where grid cells run: serially in this process, or as Dask tasks on a local or an existing cluster.
+
+An executor takes the cells (fusions after their inputs) and a task ``CellSpec -> CellResult`` (the
+runner's ``run_cell`` with its output and cache directories bound) and yields the results in cell
+order. Cells are pure functions of their config that write their files atomically to the shared
+output directory, ``result.json`` last, so a Dask task that dies with its worker is simply run again
+(on another worker): a finished cell is reused, an unfinished one is recomputed over its partial
+files. Only cell configs and small result dicts cross the scheduler; collections and embeddings are
+shared through the on-disk caches (ir_datasets' and ``cache_dir``), which the client warms first.
+
+Dask is an optional extra (``pip install "zerda-eval[dask]"``), imported only here and only when a
+Dask scheduler is asked for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from zerda_eval.config import CellSpec
+from zerda_eval.errors import ConfigError, RunError
+
+if TYPE_CHECKING:
+    from zerda_eval.runner import CellResult
+
+Task = Callable[[CellSpec], "CellResult"]
+Executor = Callable[[Sequence[CellSpec], Task], Iterator["CellResult"]]
+
+DEFAULT_LOCAL_WORKERS = 2
+TASK_RETRIES = 2  # a task raising (e.g. a flaky shared filesystem); a dead worker is rescheduled anyway
+CONNECT_TIMEOUT_S = 10
+INSTALL_HINT = 'pip install "zerda-eval[dask]"'
+_LOCAL = re.compile(r"^local(?::(\d+))?$")
+_ADDRESS = re.compile(r"^tcp://[^\s:/]+:\d{1,5}$")
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """A parsed ``--scheduler`` value: ``serial``, ``local`` with N worker processes, or ``tcp`` address."""
+
+    kind: str  # "serial" | "local" | "tcp"
+    workers: int = 1
+    address: str | None = None
+
+
+def parse_scheduler(text: str) -> Scheduler:
+    """``serial`` | ``local`` | ``local:N`` | ``tcp://HOST:PORT``; anything else is a one-line ``ConfigError``."""
+    if text == "serial":
+        return Scheduler("serial")
+    local = _LOCAL.match(text)
+    if local and (local.group(1) is None or int(local.group(1)) >= 1):
+        return Scheduler("local", workers=int(local.group(1) or DEFAULT_LOCAL_WORKERS))
+    if _ADDRESS.match(text):
+        return Scheduler("tcp", address=text)
+    raise ConfigError(
+        f"--scheduler {text!r}: expected 'serial', 'local', 'local:N' (N >= 1 worker processes) "
+        "or 'tcp://HOST:PORT' (the address of a running Dask scheduler)"
+    )
+
+
+def run_serially(cells: Sequence[CellSpec], task: Task) -> Iterator[CellResult]:
+    """The default executor: each cell in turn, in this process (no Dask needed)."""
+    for cell in cells:
+        yield task(cell)
+
+
+@contextmanager
+def open_executor(scheduler: Scheduler | str) -> Iterator[Executor]:
+    """An executor for ``scheduler``; a Dask cluster started here is shut down on exit."""
+    if isinstance(scheduler, str):
+        scheduler = parse_scheduler(scheduler)
+    if scheduler.kind == "serial":
+        yield run_serially
+        return
+    distributed = _import_distributed(scheduler)
+    if scheduler.kind == "local":
+        with distributed.LocalCluster(
+            n_workers=scheduler.workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        ) as cluster, distributed.Client(cluster) as client:
+            yield DaskExecutor(client)
+        return
+    try:
+        client = distributed.Client(scheduler.address, timeout=f"{CONNECT_TIMEOUT_S}s")
+    except OSError as exc:  # TimeoutError / ConnectionRefusedError / CommClosedError are OSErrors
+        raise RunError(
+            f"--scheduler {scheduler.address}: no Dask scheduler answered within {CONNECT_TIMEOUT_S} s "
+            f"({type(exc).__name__}); start one with `dask scheduler` and `dask worker ADDRESS` on each machine"
+        ) from None
+    with client:
+        yield DaskExecutor(client)
+
+
+class DaskExecutor:
+    """Runs cells as Dask tasks on ``client``'s cluster; a fusion task waits for its inputs' tasks."""
+
+    def __init__(self, client: Any):
+        self.client = client
+
+    def __call__(self, cells: Sequence[CellSpec], task: Task) -> Iterator[CellResult]:
+        preload_datasets(cells)
+        futures: dict[str, Any] = {}
+        try:
+            for cell in cells:
+                inputs = [futures[i] for i in cell.inputs if i in futures]
+                futures[cell.cell_id] = self.client.submit(
+                    _run_after_inputs, task, cell, *inputs, key=task_key(cell, task), retries=TASK_RETRIES
+                )
+            for cell in cells:
+                yield futures[cell.cell_id].result()
+        finally:  # an error or Ctrl-C: stop the cells still queued or running
+            self.client.cancel([f for f in futures.values() if not f.done()])
+
+
+def task_key(cell: CellSpec, task: Task) -> str:
+    """The Dask key of a cell: its id plus a digest of the task (its output directory and options).
+
+    A fixed key means a resubmitted or retried cell is the same task, never a second copy; the digest
+    keeps two runs of the same cell into different output directories apart on a shared cluster.
+    """
+    digest = hashlib.sha256(repr(getattr(task, "keywords", task)).encode("utf-8")).hexdigest()[:12]
+    return f"zerda-cell-{cell.cell_id}-{digest}"
+
+
+def preload_datasets(cells: Sequence[CellSpec]) -> None:
+    """Load each dataset once in the client, so ir_datasets' cache (seeded files, extracts, doc stores)
+    is complete before workers open it in parallel instead of racing to build it."""
+    from zerda_eval.datasets import load_collection
+
+    seen = set()
+    for cell in cells:
+        dataset = cell.config["dataset"]
+        key = repr((dataset["id"], sorted(dataset["given"].items())))
+        if key not in seen:
+            seen.add(key)
+            load_collection(dataset["id"], **dataset["given"])
+
+
+def _run_after_inputs(task: Task, cell: CellSpec, *inputs: CellResult) -> CellResult:
+    """``task(cell)``; ``inputs`` (the results of a fusion's input cells) only order the tasks."""
+    return task(cell)
+
+
+def _import_distributed(scheduler: Scheduler) -> Any:
+    try:
+        import distributed
+    except ImportError:
+        name = scheduler.address or f"local:{scheduler.workers}"
+        raise RunError(f"--scheduler {name} needs Dask distributed, which is not installed; {INSTALL_HINT}") from None
+    return distributed
