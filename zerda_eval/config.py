@@ -169,16 +169,24 @@ def _dataset(entry: Any, where: str) -> dict[str, Any]:
     max_queries = entry.get("max_queries")
     if max_queries is not None:
         _positive_int(max_queries, f"{where}.max_queries")
+    try:
+        return _dataset_options(entry, given, max_queries, BUNDLED_IDS, USER_OPTIONS, resolve_options, where)
+    except ConfigError as exc:
+        message = str(exc)
+        raise ConfigError(message if message.startswith(where.split(":")[0]) else f"{where}: {message}") from None
+
+
+def _dataset_options(entry, given, max_queries, bundled, user_options, resolve_options, where) -> dict[str, Any]:
     if "path" in given:
         dataset_id = _string(entry.get("name") or entry.get("id") or Path(str(given["path"])).name, f"{where}.name")
-        options = resolve_options(dataset_id, given, extra=USER_OPTIONS)
+        options = resolve_options(dataset_id, given, extra=user_options)
         options["fingerprint"] = _folder_fingerprint(Path(str(given["path"])), where)
     else:
         if "id" not in entry:
             raise ConfigError(f"{where}: missing key 'id' (a dataset id such as \"beir/scifact/test\") or 'path'")
         dataset_id = _string(entry["id"], f"{where}.id")
-        _check_dataset_id(dataset_id, BUNDLED_IDS, where)
-        options = resolve_options(dataset_id, given, extra=() if dataset_id in BUNDLED_IDS else ("language",))
+        _check_dataset_id(dataset_id, bundled, where)
+        options = resolve_options(dataset_id, given, extra=() if dataset_id in bundled else ("language",))
     return {"label": dataset_id, "id": dataset_id, "given": given, "options": options, "max_queries": max_queries}
 
 

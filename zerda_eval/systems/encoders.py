@@ -25,6 +25,20 @@ EMBEDDER_PARAMS = {
 }
 
 
+_SHARED: dict[tuple, CorpusVectors] = {}
+
+
+def corpus_vectors(embedder_name: str, dim: int, texts: Sequence[str], cache_dir: Path | None) -> CorpusVectors:
+    """``CorpusVectors`` shared within the process by the systems of one corpus (LSA fits once, not per cell)."""
+    from zerda_eval.embedding_cache import texts_sha256
+
+    key = (embedder_name, dim, texts_sha256(texts))
+    if key not in _SHARED:
+        _SHARED.clear()  # keep one corpus's vectors: a grid runs dataset by dataset
+        _SHARED[key] = CorpusVectors(embedder_name, dim, texts, cache_dir)
+    return _SHARED[key]
+
+
 class CorpusVectors:
     """A fitted embedder plus the unit-length vectors of a collection's texts, in corpus order."""
 

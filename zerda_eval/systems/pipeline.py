@@ -25,6 +25,7 @@ from zerda_eval.systems.base import ParamSpec, Results, System
 from zerda_eval.systems.encoders import (
     EMBEDDER_PARAMS,
     CorpusVectors,
+    corpus_vectors,
     MatrixVectorStore,
     WordLlamaTokenEncoder,
     maxsim,
@@ -59,7 +60,7 @@ class PipelineSystem(System):
         return sparse
 
     def _dense(self, collection: Any, cache_dir: Path | None) -> tuple[DenseRetriever, CorpusVectors]:
-        vectors = CorpusVectors(self.params["embedder"], self.params["dim"], collection.texts, cache_dir)
+        vectors = corpus_vectors(self.params["embedder"], self.params["dim"], collection.texts, cache_dir)
         contexts = InMemoryContextStore()
         for item in self._items:
             contexts.add(item)

@@ -27,7 +27,7 @@ from retrieval.zerda.config import RRF_ORDERS
 from retrieval.zerda.models import content_hash
 from zerda_eval.errors import ConfigError
 from zerda_eval.systems.base import ParamSpec, Results, System
-from zerda_eval.systems.encoders import EMBEDDER_PARAMS, CorpusVectors, MatrixVectorAdapter
+from zerda_eval.systems.encoders import EMBEDDER_PARAMS, MatrixVectorAdapter, corpus_vectors
 
 BM25_PARAMS = {
     "k1": ParamSpec(1.5, "float", "BM25 term-frequency saturation", minimum=0.0),
@@ -73,7 +73,7 @@ def vector_retriever(
     collection: Any, params: dict[str, Any], min_score: float, cache_dir: Path | None
 ) -> VectorRetriever:
     """A ``VectorRetriever`` whose adapter serves the collection's cached embeddings."""
-    vectors = CorpusVectors(params["embedder"], params["dim"], collection.texts, cache_dir)
+    vectors = corpus_vectors(params["embedder"], params["dim"], collection.texts, cache_dir)
     adapter = MatrixVectorAdapter(collection_chunks(collection), vectors, min_score)
     config = ContextEngineConfig(RetrieverConfig(min_vector_score=min_score))
     return VectorRetriever(config, vector_store_adapter=adapter)

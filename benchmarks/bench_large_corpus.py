@@ -1,0 +1,129 @@
+"""A corpus larger than comfortable: SparseBM25 on 1M synthetic Zipfian passages, in memory and memory-mapped.
+
+Reported: corpus generation and index time, peak RSS of building the index, the index size on disk,
+and for a fresh process that reloads the saved index (``SparseBM25.load(dir, mmap=True)`` and, for
+comparison, ``mmap=False``): RSS after the load and after the queries (anonymous = private memory;
+file = pages of the memory-mapped arrays, which the OS can drop), peak RSS, and top-k latency. The
+reloaded index must return the very same top-k as the one built in memory (checked, not timed).
+
+Passages and queries come from ``test_bench_scaling.zipf_token_lists`` (Zipf(1.1) over 200,000 words,
+20-80 tokens per passage, 3-10 per query), seeded. The default is 100,000 passages; ZERDA_BENCH_1M=1
+(or ``--passages N``) runs 1,000,000 (about 4 GB peak RSS, a few minutes on 2 cores).
+
+    /work/venv/bin/python benchmarks/bench_large_corpus.py
+    ZERDA_BENCH_1M=1 /work/venv/bin/python benchmarks/bench_large_corpus.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from retrieval.core.bm25_fast import SparseBM25
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_bench_scaling import zipf_token_lists  # noqa: E402  (one generator for every BM25 benchmark)
+
+SEED = 20261202
+N_QUERIES, K = 200, 10
+
+
+def memory_mb() -> dict[str, float]:
+    """Current RSS split into anonymous and file-backed pages, and the peak RSS so far (MB)."""
+    fields = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "RssAnon", "RssFile"):
+            fields[name] = int(value.split()[0]) / 1024
+    fields["peak"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
+    return {k: round(v, 1) for k, v in fields.items()}
+
+
+def latency(index: SparseBM25, queries: list[list[str]]) -> dict[str, float]:
+    """Batched throughput and single-query latency of ``top_k_batch`` (after one warm-up call)."""
+    index.top_k_batch(queries[:2], K)
+    start = time.perf_counter()
+    index.top_k_batch(queries, K)
+    batch_s = time.perf_counter() - start
+    single = []
+    for query in queries:
+        start = time.perf_counter()
+        index.top_k_batch([query], K)
+        single.append(time.perf_counter() - start)
+    return {
+        "batch_qps": round(len(queries) / batch_s, 1),
+        "single_p50_ms": round(float(np.percentile(single, 50)) * 1000, 2),
+        "single_p95_ms": round(float(np.percentile(single, 95)) * 1000, 2),
+    }
+
+
+def build(passages: int, directory: Path) -> dict:
+    """Generate, index, time the queries in memory, save; the queries and top-k go beside the index."""
+    rng = np.random.default_rng(SEED)
+    start = time.perf_counter()
+    corpus = zipf_token_lists(rng, passages, 20, 80)
+    queries = zipf_token_lists(rng, N_QUERIES, 3, 10)
+    figures: dict = {"passages": passages, "tokens": sum(map(len, corpus))}
+    figures["generate_s"] = round(time.perf_counter() - start, 1)
+    figures["after_generate"] = memory_mb()
+    start = time.perf_counter()
+    index = SparseBM25().fit(corpus)
+    figures["index_s"] = round(time.perf_counter() - start, 1)
+    figures["after_index"] = memory_mb()
+    del corpus
+    figures["in_memory"] = latency(index, queries)
+    start = time.perf_counter()
+    index.save(directory / "index")
+    figures["save_s"] = round(time.perf_counter() - start, 1)
+    figures["disk_mb"] = round(sum(p.stat().st_size for p in (directory / "index").iterdir()) / 2**20, 1)
+    (directory / "queries.json").write_text(json.dumps(queries))
+    np.save(directory / "top_k.npy", index.top_k_batch(queries, K)[0])
+    return figures
+
+
+def reload(directory: Path, mmap: bool) -> dict:
+    """In a fresh process: load the saved index, check its top-k, time the queries, measure memory."""
+    queries = json.loads((directory / "queries.json").read_text())
+    figures: dict = {"before_load": memory_mb()}
+    start = time.perf_counter()
+    index = SparseBM25.load(directory / "index", mmap=mmap)
+    figures["load_s"] = round(time.perf_counter() - start, 2)
+    figures["after_load"] = memory_mb()
+    if not np.array_equal(index.top_k_batch(queries, K)[0], np.load(directory / "top_k.npy")):
+        raise SystemExit("the reloaded index ranks differently from the index built in memory")
+    figures.update(latency(index, queries))
+    figures["after_queries"] = memory_mb()
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    default = 1_000_000 if os.environ.get("ZERDA_BENCH_1M") == "1" else 100_000
+    parser.add_argument("--passages", type=int, default=default)
+    parser.add_argument("--reload", type=Path, help=argparse.SUPPRESS)  # child mode: index directory
+    parser.add_argument("--no-mmap", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.reload:
+        print(json.dumps(reload(args.reload, mmap=not args.no_mmap)))
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-large-") as tmp:
+        figures = build(args.passages, Path(tmp))
+        for mode, flags in (("mmap", []), ("loaded", ["--no-mmap"])):
+            child = subprocess.run(
+                [sys.executable, __file__, "--reload", tmp, *flags], capture_output=True, text=True, check=True
+            )
+            figures[f"reload_{mode}"] = json.loads(child.stdout)
+    print(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    main()

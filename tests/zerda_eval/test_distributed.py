@@ -1,0 +1,203 @@
+"""Grid cells on Dask: the scheduler option, and a real LocalCluster on loopback giving serial's results.
+
+The grid (BM25 with two values of b, a sparse and a dense pipeline, and an RRF fusion of the last two)
+runs on a synthetic BEIR folder in tmp_path, once serially and once on ``local:2``: every run file
+must be byte-identical and every effectiveness number equal. A worker that dies in the middle of a
+cell (after leaving a stale run file and a temporary file) must be replaced by Dask's retry without
+a duplicate or partial file left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from zerda_eval.cache import TMP_PREFIX
+from zerda_eval.config import resolve_experiment
+from zerda_eval.distributed import (
+    DaskExecutor,
+    Scheduler,
+    open_executor,
+    parse_scheduler,
+    run_serially,
+    task_key,
+)
+from zerda_eval.errors import ConfigError, RunError
+from zerda_eval.runner import run_experiment
+
+CELL_FILES = {"run.trec", "per_query.csv", "result.json"}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("serial", Scheduler("serial")),
+        ("local", Scheduler("local", workers=2)),
+        ("local:3", Scheduler("local", workers=3)),
+        ("tcp://10.0.0.5:8786", Scheduler("tcp", address="tcp://10.0.0.5:8786")),
+    ],
+)
+def test_parse_scheduler(text, expected):
+    assert parse_scheduler(text) == expected
+
+
+@pytest.mark.parametrize("text", ["dask", "local:0", "local:two", "local:", "tcp://host", "10.0.0.5:8786"])
+def test_bad_scheduler_is_a_one_line_config_error(text):
+    with pytest.raises(ConfigError, match=r"--scheduler .*expected 'serial', 'local', 'local:N'") as info:
+        parse_scheduler(text)
+    assert "\n" not in str(info.value)
+
+
+def test_missing_dask_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
+    with pytest.raises(RunError, match=r'local:2 needs Dask.*pip install "zerda-eval\[dask\]"'):
+        with open_executor("local:2"):
+            pass
+
+
+def test_serial_needs_no_dask(monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with open_executor("serial") as executor:
+        assert executor is run_serially
+        assert list(executor([3, 1, 2], lambda cell: cell * 10)) == [30, 10, 20]
+
+
+def test_task_key_is_stable_per_cell_and_output_dir(experiment_factory, tmp_path):
+    from functools import partial
+
+    from zerda_eval.runner import run_cell
+
+    cells = experiment_factory(tmp_path / "a").cells
+    task_a = partial(run_cell, output_dir=tmp_path / "a", cache_dir=None)
+    task_b = partial(run_cell, output_dir=tmp_path / "b", cache_dir=None)
+    assert task_key(cells[0], task_a) == task_key(cells[0], partial(run_cell, output_dir=tmp_path / "a", cache_dir=None))
+    assert task_key(cells[0], task_a) != task_key(cells[1], task_a)
+    assert task_key(cells[0], task_a) != task_key(cells[0], task_b)
+
+
+# --- a real LocalCluster ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_beir(tmp_path_factory) -> Path:
+    """300 passages of Zipfian words; query i copies 4 words of passage 7 i, which is its one relevant doc."""
+    folder = tmp_path_factory.mktemp("tiny-beir")
+    rng = np.random.default_rng(9)
+    vocabulary = [f"word{i}" for i in range(400)]
+    probabilities = 1.0 / np.arange(1, 401) ** 1.05
+    docs = [" ".join(rng.choice(vocabulary, size=rng.integers(8, 30), p=probabilities / probabilities.sum()))
+            for _ in range(300)]
+    with (folder / "corpus.jsonl").open("w") as out:
+        for i, text in enumerate(docs):
+            out.write(json.dumps({"_id": f"d{i}", "title": "", "text": text}) + "\n")
+    with (folder / "queries.jsonl").open("w") as out:
+        for q in range(30):
+            words = docs[7 * q].split()
+            out.write(json.dumps({"_id": f"q{q}", "text": " ".join(words[-4:])}) + "\n")
+    (folder / "qrels").mkdir()
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"q{q}\td{7 * q}\t1\n" for q in range(30))
+    )
+    return folder
+
+
+@pytest.fixture
+def experiment_factory(tiny_beir):
+    def make(output_dir: Path):
+        raw = {
+            "experiment": {"name": "scale", "depth": 20, "measures": ["ndcg@10", "recall@20"],
+                           "output_dir": str(output_dir), "cache_dir": str(output_dir / "cache")},
+            "datasets": [{"name": "tiny", "path": str(tiny_beir), "format": "beir"}],
+            "systems": [
+                {"name": "bm25", "family": "zerda.keyword", "params": {"engine": "fast"}, "grid": {"b": [0.5, 0.75]}},
+                {"name": "sparse", "family": "pipeline.sparse"},
+                {"name": "dense", "family": "pipeline.dense", "params": {"embedder": "lsa", "dim": 64}},
+            ],
+            "fusions": [{"name": "rrf", "inputs": ["sparse", "dense"], "method": "rrf"}],
+        }
+        return resolve_experiment(raw, "scale.toml")
+
+    return make
+
+
+@pytest.fixture(scope="module")
+def local_executor():
+    with open_executor("local:2") as executor:
+        yield executor
+
+
+def _cell_files(output_dir: Path) -> dict[str, dict[str, bytes]]:
+    cells = output_dir / "cells"
+    return {d.name: {f.name: f.read_bytes() for f in d.iterdir()} for d in sorted(cells.iterdir())}
+
+
+def _effectiveness(output_dir: Path) -> dict[str, dict]:
+    return {cell: json.loads(files["result.json"])["means"] for cell, files in _cell_files(output_dir).items()}
+
+
+def _assert_same_runs(serial_dir: Path, dask_dir: Path, n_cells: int) -> None:
+    serial, dask = _cell_files(serial_dir), _cell_files(dask_dir)
+    assert len(dask) == n_cells and set(dask) == set(serial)
+    for cell_id, files in dask.items():
+        assert set(files) == CELL_FILES, cell_id  # no temporary, partial or extra file
+        assert files["run.trec"] == serial[cell_id]["run.trec"], cell_id
+        assert files["per_query.csv"] == serial[cell_id]["per_query.csv"], cell_id
+    assert _effectiveness(dask_dir) == _effectiveness(serial_dir)
+    assert not list(dask_dir.rglob(f"{TMP_PREFIX}*"))
+
+
+@pytest.mark.slow
+def test_local_cluster_equals_serial(experiment_factory, local_executor, tmp_path):
+    serial = experiment_factory(tmp_path / "serial")
+    dask = experiment_factory(tmp_path / "dask")
+    assert isinstance(local_executor, DaskExecutor)
+    serial_table = run_experiment(serial, progress=False)
+    dask_table = run_experiment(dask, progress=False, executor=local_executor)
+    _assert_same_runs(tmp_path / "serial", tmp_path / "dask", len(serial.cells))
+    columns = ["dataset", "system", "cell_id", "ndcg@10", "recall@20"]
+    assert dask_table[columns].equals(serial_table[columns])
+    # The fusion really fused: it differs from both of its inputs.
+    by_system = dict(zip(dask_table["system"], dask_table["cell_id"], strict=True))
+    runs = _cell_files(tmp_path / "dask")
+    assert runs[by_system["rrf"]]["run.trec"] not in (runs[by_system["sparse"]]["run.trec"],
+                                                      runs[by_system["dense"]]["run.trec"])
+
+
+@pytest.mark.slow
+def test_killed_worker_is_retried_without_duplicates(experiment_factory, local_executor, tmp_path):
+    serial = experiment_factory(tmp_path / "serial")
+    dask = experiment_factory(tmp_path / "dask")
+    run_experiment(serial, progress=False)
+    victim = next(c.cell_id for c in dask.cells if c.name == "dense")  # an input of the fusion
+    marker = tmp_path / "killed-once"
+
+    def crash_once(cells, task):
+        def task_or_die(cell):
+            if cell.cell_id == victim and not marker.exists():
+                marker.touch()
+                directory = tmp_path / "dask" / "cells" / cell.cell_id
+                directory.mkdir(parents=True, exist_ok=True)
+                (directory / "run.trec").write_text("q0 Q0 d1 1 1.0 stale\n")  # a stale, partial run
+                (directory / f"{TMP_PREFIX}half-written").write_text("q0 Q0")
+                os._exit(1)  # the worker process dies mid-cell, no exception to report
+            return task(cell)
+
+        return local_executor(cells, task_or_die)
+
+    run_experiment(dask, progress=False, executor=crash_once)
+    assert marker.exists()
+    _assert_same_runs(tmp_path / "serial", tmp_path / "dask", len(serial.cells))
+
+
+def test_unreachable_scheduler_is_a_one_line_run_error(monkeypatch):
+    pytest.importorskip("distributed")
+    monkeypatch.setattr("zerda_eval.distributed.CONNECT_TIMEOUT_S", 1)
+    with pytest.raises(RunError, match=r"tcp://127\.0\.0\.1:9: no Dask scheduler answered") as info:
+        with open_executor("tcp://127.0.0.1:9"):
+            pass
+    assert "\n" not in str(info.value)

@@ -1,0 +1,92 @@
+"""ranx evaluation with the tie-break: a hand-computed example, empty results, and trec_eval agreement.
+
+The agreement test runs real BM25 (the fast engine of ``zerda.keyword``) on EVERY bundled dataset and
+compares every reported measure with pytrec_eval (trec_eval) to 1e-6.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from zerda_eval.errors import RunError
+from zerda_eval.measures import DEFAULT_MEASURES, Efficiency, evaluate_run, mean_values, rank_scores, tie_break
+
+
+def test_tie_break_orders_score_desc_then_doc_id_asc_and_dedupes():
+    ranked = tie_break([("d3", 1.0), ("d1", 2.0), ("d2", 1.0), ("d1", 0.5)])
+    assert ranked == [("d1", 2.0), ("d2", 1.0), ("d3", 1.0)]
+    assert rank_scores({"q": ranked}) == {"q": {"d1": 3.0, "d2": 2.0, "d3": 1.0}}
+
+
+def test_non_finite_score_is_a_run_error():
+    with pytest.raises(RunError, match="non-finite"):
+        tie_break([("d1", math.nan)])
+
+
+def test_hand_computed_example():
+    # q1: relevant d1 (grade 2) and d3 (grade 1); the run ranks d2, d1, d3 (d1 and d3 tie, d1 < d3).
+    qrels = {"q1": {"d1": 2, "d3": 1}, "q2": {"d9": 1}}
+    run = {"q1": [("d2", 3.0), ("d3", 1.0), ("d1", 1.0)], "q2": []}
+    values = evaluate_run(run, qrels, ["ndcg@3", "mrr@3", "recall@2", "map@3", "precision@2"])
+    dcg = 2 / math.log2(3) + 1 / math.log2(4)  # linear gain, as ranx and trec_eval's ndcg_cut
+    idcg = 2 / math.log2(2) + 1 / math.log2(3)
+    assert values["ndcg@3"]["q1"] == pytest.approx(dcg / idcg, abs=1e-12)
+    assert values["mrr@3"]["q1"] == pytest.approx(0.5)
+    assert values["recall@2"]["q1"] == pytest.approx(0.5)
+    assert values["map@3"]["q1"] == pytest.approx((1 / 2 + 2 / 3) / 2)
+    assert values["precision@2"]["q1"] == pytest.approx(0.5)
+    # q2 returned nothing: it scores 0 and still counts in the mean (ranx #51/#67).
+    assert all(values[m]["q2"] == 0.0 for m in values)
+    assert mean_values(values)["mrr@3"] == pytest.approx(0.25)
+
+
+def test_query_missing_from_run_counts_as_zero():
+    values = evaluate_run({"q1": [("d1", 1.0)]}, {"q1": {"d1": 1}, "q2": {"d2": 1}}, ["ndcg@10"])
+    assert values["ndcg@10"] == {"q1": 1.0, "q2": 0.0}
+
+
+def test_efficiency_summary():
+    eff = Efficiency.from_timings(1.5, [0.001, 0.002, 0.003, 0.004])
+    assert eff.latency_mean_ms == pytest.approx(2.5)
+    assert eff.latency_p50_ms == pytest.approx(2.5)
+    assert eff.qps == pytest.approx(400.0)
+    assert eff.peak_rss_mb > 0
+
+
+TREC_NAMES = {"ndcg": "ndcg_cut", "recall": "recall", "map": "map_cut", "precision": "P"}
+
+
+def trec_eval_values(run, qrels, measure):
+    """pytrec_eval's per-query values of a ranx measure name (MRR@k: recip_rank on the run cut at k)."""
+    import pytrec_eval
+
+    family, k = measure.split("@")
+    k = int(k)
+    scored = {qid: {doc: float(len(r) - i) for i, (doc, _) in enumerate(r[: k if family == "mrr" else None])}
+              for qid, r in run.items() if r}
+    name = "recip_rank" if family == "mrr" else f"{TREC_NAMES[family]}.{k}"
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {name.split(".")[0] if family == "mrr" else name})
+    out = evaluator.evaluate(scored)
+    key = "recip_rank" if family == "mrr" else f"{TREC_NAMES[family]}_{k}"
+    return {qid: out[qid][key] if qid in out else 0.0 for qid in qrels}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dataset_id", ["beir/scifact/test", "beir/scifact/train", "cranfield", "vaswani",
+                                        "quranqa23/taskA/train+dev", "tydiqa-goldp/ar/dev", "xquad/ar"])
+def test_ranx_equals_trec_eval_on_real_bm25_runs(dataset_id):
+    from zerda_eval.datasets import load_collection
+    from zerda_eval.systems import build_system
+
+    collection = load_collection(dataset_id)
+    system = build_system("zerda.keyword", {"engine": "fast"})
+    system.index(collection)
+    run = {qid: tie_break(r) for qid, r in system.search(collection.queries, 100).items()}
+    qrels = {qid: dict(docs) for qid, docs in collection.qrels.items()}
+    values = evaluate_run(run, qrels, DEFAULT_MEASURES)
+    for measure in DEFAULT_MEASURES:
+        reference = trec_eval_values(run, qrels, measure)
+        worst = max(abs(values[measure][qid] - reference[qid]) for qid in qrels)
+        assert worst < 1e-6, (dataset_id, measure, worst)

@@ -1,0 +1,150 @@
+"""The runner: files on disk, reuse by content hash, determinism, and resume after SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from zerda_eval.cache import TMP_PREFIX
+from zerda_eval.config import load_experiment
+from zerda_eval.runner import read_trec, run_experiment
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS = {
+    "d1": "bm25 ranks documents by term frequency", "d2": "dense retrieval embeds queries and documents",
+    "d3": "reciprocal rank fusion combines rankings", "d4": "term frequency saturation in bm25",
+    "d5": "arabic normalisation of alef forms", "d6": "documents about nothing in particular",
+}
+QUERIES = {"q1": "bm25 term frequency", "q2": "rank fusion", "q3": "arabic alef", "q4": "zzz unknown"}
+QRELS = [("q1", "d1", 2), ("q1", "d4", 1), ("q2", "d3", 1), ("q3", "d5", 1), ("q4", "d6", 1)]
+
+
+def make_experiment(tmp_path: Path, n_b: int = 3) -> Path:
+    data = tmp_path / "data"
+    data.mkdir(exist_ok=True)
+    (data / "corpus.tsv").write_text("".join(f"{k}\t{v}\n" for k, v in DOCS.items()), encoding="utf-8")
+    (data / "queries.tsv").write_text("".join(f"{k}\t{v}\n" for k, v in QUERIES.items()), encoding="utf-8")
+    (data / "qrels.txt").write_text("".join(f"{q} 0 {d} {r}\n" for q, d, r in QRELS), encoding="utf-8")
+    bs = ", ".join(str(round(0.1 * i, 2)) for i in range(n_b))
+    config = f"""
+[experiment]
+name = "tiny"
+output_dir = "{tmp_path / 'runs'}"
+cache_dir = "{tmp_path / 'cache'}"
+depth = 10
+measures = ["ndcg@10", "mrr@10", "recall@10", "map@10", "precision@5"]
+
+[[datasets]]
+name = "tiny"
+path = "{data}"
+format = "trec"
+
+[[systems]]
+name = "bm25"
+family = "zerda.keyword"
+grid = {{ b = [{bs}] }}
+
+[[systems]]
+name = "fast"
+family = "zerda.keyword"
+params = {{ engine = "fast" }}
+
+[[systems]]
+name = "sparse"
+family = "pipeline.sparse"
+
+[[fusions]]
+name = "rrf"
+inputs = ["fast", "sparse"]
+method = "rrf"
+"""
+    path = tmp_path / "tiny.toml"
+    path.write_text(config, encoding="utf-8")
+    return path
+
+
+def run_files(output_dir: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(output_dir)): p.read_bytes() for p in sorted((output_dir / "cells").rglob("*"))
+            if p.is_file() and p.name != "result.json"}
+
+
+def by_label(output_dir: Path) -> dict[str, tuple[bytes, bytes]]:
+    cells = {}
+    for result in (output_dir / "cells").glob("*/result.json"):
+        label = json.loads(result.read_text())["system"]
+        cells[label] = ((result.parent / "run.trec").read_bytes(), (result.parent / "per_query.csv").read_bytes())
+    return cells
+
+
+def test_run_writes_cells_reuses_them_and_is_deterministic(tmp_path):
+    experiment = load_experiment(make_experiment(tmp_path))
+    table = run_experiment(experiment, progress=False)
+    out = experiment.output_dir
+    assert len(table) == len(experiment.cells) == 6
+    for cell in experiment.cells:
+        assert {p.name for p in (out / "cells" / cell.cell_id).iterdir()} == {"run.trec", "per_query.csv",
+                                                                           "result.json"}
+    assert (out / "results.parquet").is_file() and (out / "per_query.parquet").is_file()
+    # q1's relevant docs d1 (grade 2) and d4 are the only docs with both query terms: BM25 puts them first.
+    fast = next(c for c in experiment.cells if c.label == "fast")
+    assert [d for d, _ in read_trec(out / "cells" / fast.cell_id / "run.trec")["q1"][:2]] in (["d1", "d4"],
+                                                                                              ["d4", "d1"])
+    # pipeline.sparse returns nothing for q4 (no shared term): it still counts in the mean, with 0.
+    assert table.loc[table.system == "sparse", "recall@10"].item() == pytest.approx(3 / 4)
+    before = run_files(out)
+    reused = []
+    run_experiment(experiment, progress=False, on_cell=lambda r: reused.append(r.reused))
+    assert all(reused)
+    forced = []
+    run_experiment(experiment, force=True, progress=False, on_cell=lambda r: forced.append(r.reused))
+    assert not any(forced)
+    assert run_files(out) == before
+
+
+def test_changed_config_never_reuses_a_stale_run(tmp_path):
+    path = make_experiment(tmp_path)
+    first = load_experiment(path)
+    run_experiment(first, progress=False)
+    path.write_text(path.read_text().replace('params = { engine = "fast" }', 'params = { engine = "fast", k1 = 0.9 }'))
+    second = load_experiment(path)
+    reused = {}
+    run_experiment(second, progress=False, on_cell=lambda r: reused.__setitem__(r.cell_id, r.reused))
+    changed = {c.cell_id for c in second.cells} - {c.cell_id for c in first.cells}
+    assert changed and not any(reused[c] for c in changed)  # fast and the fusion of it are recomputed
+
+
+@pytest.mark.slow
+def test_sigkill_mid_grid_then_resume_equals_an_uninterrupted_run(tmp_path):
+    killed_dir, clean_dir = tmp_path / "killed", tmp_path / "clean"
+    killed_dir.mkdir(), clean_dir.mkdir()
+    killed_cfg, clean_cfg = make_experiment(killed_dir, n_b=10), make_experiment(clean_dir, n_b=10)
+    command = [sys.executable, "-m", "zerda_eval", "run", "--no-report"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen([*command, str(killed_cfg)], cwd=killed_dir, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cells = killed_dir / "runs" / "cells"
+    while process.poll() is None and not list(cells.glob("*/result.json")):
+        time.sleep(0.002)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    done_at_kill = len(list(cells.glob("*/result.json")))
+    assert done_at_kill >= 1
+    for cfg, cwd in ((killed_cfg, killed_dir), (clean_cfg, clean_dir)):
+        subprocess.run([*command, str(cfg)], cwd=cwd, env=env, check=True, capture_output=True)
+    # The two data folders differ by path, hence by cell id: compare cells by their label.
+    killed, clean = by_label(killed_dir / "runs"), by_label(clean_dir / "runs")
+    assert killed.keys() == clean.keys() and len(killed) == 13
+    assert sum(1 for _ in (killed_dir / "runs" / "cells").rglob("*")) == 13 * 4  # 13 dirs, 3 files each
+    assert killed == clean
+    assert not list((killed_dir / "runs").rglob(f"{TMP_PREFIX}*"))
+    results = [(killed_dir / "runs" / "results.csv"), (clean_dir / "runs" / "results.csv")]
+    effectiveness = [[line.split(",")[:3] + line.split(",")[5:10] for line in p.read_text().splitlines()]
+                     for p in results]
+    assert effectiveness[0] == effectiveness[1]
