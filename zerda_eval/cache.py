@@ -70,5 +70,7 @@ def check_writable(output_dir: Path) -> None:
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:
-        raise RunError(f"cannot write to output directory {str(output_dir)!r} ({exc.strerror}); "
-                       "choose another [experiment].output_dir") from None
+        raise RunError(
+            f"cannot write to output directory {str(output_dir)!r} ({exc.strerror}); "
+            "choose another [experiment].output_dir"
+        ) from None

@@ -48,12 +48,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"zerda-eval: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
-        print("\nzerda-eval: interrupted; finished cells are saved, rerun the same command to resume",
-              file=sys.stderr)
+        print(
+            "\nzerda-eval: interrupted; finished cells are saved, rerun the same command to resume",
+            file=sys.stderr,
+        )
         return EXIT_INTERRUPTED
     except Exception:
         traceback.print_exc()
-        print("zerda-eval: internal error (a bug); please report it with the traceback above", file=sys.stderr)
+        print(
+            "zerda-eval: internal error (a bug); please report it with the traceback above", file=sys.stderr
+        )
         return EXIT_ERROR
 
 
@@ -62,12 +66,16 @@ def _run(args: argparse.Namespace) -> int:
     from zerda_eval.runner import run_experiment
 
     if args.scheduler not in SCHEDULERS:
-        print(f"zerda-eval: error: --scheduler {args.scheduler!r} is not available yet; use 'serial'",
-              file=sys.stderr)
+        print(
+            f"zerda-eval: error: --scheduler {args.scheduler!r} is not available yet; use 'serial'",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     if args.jobs != 1:
-        print("zerda-eval: error: --jobs N > 1 needs a parallel scheduler; the serial scheduler runs 1",
-              file=sys.stderr)
+        print(
+            "zerda-eval: error: --jobs N > 1 needs a parallel scheduler; the serial scheduler runs 1",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     experiment = load_experiment(args.config)
     if args.only:
@@ -96,7 +104,9 @@ def _report(args: argparse.Namespace) -> int:
     from zerda_eval.report import write_report
 
     if not (args.run_dir / "experiment.json").is_file():
-        raise RunError(f"{args.run_dir}: not a run directory (no experiment.json); give the output_dir of a run")
+        raise RunError(
+            f"{args.run_dir}: not a run directory (no experiment.json); give the output_dir of a run"
+        )
     print(write_report(args.run_dir, args.out or Path("reports") / args.run_dir.name))
     return EXIT_OK
 

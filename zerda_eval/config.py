@@ -39,8 +39,18 @@ CONVENTIONS = {
     "mean_over": "all judged queries; a query without results scores 0",
 }
 # Distributions whose version can change a number in a result (scores, tokens, vectors, measures).
-RESULT_LIBRARIES = ("zerda-eval", "numpy", "scipy", "ranx", "rank-bm25", "wordllama", "scikit-learn",
-                    "PyStemmer", "ir-datasets", "numba")
+RESULT_LIBRARIES = (
+    "zerda-eval",
+    "numpy",
+    "scipy",
+    "ranx",
+    "rank-bm25",
+    "wordllama",
+    "scikit-learn",
+    "PyStemmer",
+    "ir-datasets",
+    "numba",
+)
 
 
 @dataclass(frozen=True)
@@ -78,8 +88,9 @@ class Experiment:
             if cell.cell_id in wanted:
                 wanted.update(cell.inputs)
         cells = [c for c in self.cells if c.cell_id in wanted]
-        return Experiment(self.path, self.name, self.output_dir, self.cache_dir, self.resolved,
-                          self.config_hash, cells)
+        return Experiment(
+            self.path, self.name, self.output_dir, self.cache_dir, self.resolved, self.config_hash, cells
+        )
 
 
 def canonical_json(value: Any) -> str:
@@ -131,19 +142,39 @@ def resolve_experiment(raw: Mapping[str, Any], source: str) -> Experiment:
     output_dir = Path(_string(exp.get("output_dir", f"runs/{name}"), f"{source}: [experiment].output_dir"))
     cache_dir = Path(_string(exp.get("cache_dir", "cache"), f"{source}: [experiment].cache_dir"))
 
-    common = {"depth": depth, "measures": measures, "seed": seed, "conventions": CONVENTIONS,
-              "versions": library_versions()}
-    datasets = [_dataset(entry, f"{source}: datasets[{i}]") for i, entry in enumerate(_array(raw, "datasets", source))]
+    common = {
+        "depth": depth,
+        "measures": measures,
+        "seed": seed,
+        "conventions": CONVENTIONS,
+        "versions": library_versions(),
+    }
+    datasets = [
+        _dataset(entry, f"{source}: datasets[{i}]") for i, entry in enumerate(_array(raw, "datasets", source))
+    ]
     _unique([d["label"] for d in datasets], f"{source}: datasets", "dataset")
-    systems = [_system(entry, f"{source}: systems[{i}]") for i, entry in enumerate(_array(raw, "systems", source))]
+    systems = [
+        _system(entry, f"{source}: systems[{i}]") for i, entry in enumerate(_array(raw, "systems", source))
+    ]
     _unique([s["name"] for s in systems], f"{source}: systems", "system name")
-    fusions = [_fusion(e, f"{source}: fusions[{i}]") for i, e in enumerate(_array(raw, "fusions", source, False))]
-    _unique([s["name"] for s in systems] + [f["name"] for f in fusions], f"{source}: fusions", "system or fusion name")
+    fusions = [
+        _fusion(e, f"{source}: fusions[{i}]") for i, e in enumerate(_array(raw, "fusions", source, False))
+    ]
+    _unique(
+        [s["name"] for s in systems] + [f["name"] for f in fusions],
+        f"{source}: fusions",
+        "system or fusion name",
+    )
 
     cells = _cells(datasets, systems, fusions, common, source)
     resolved = {
-        "experiment": {"name": name, "description": exp.get("description", ""), "seed": seed, "depth": depth,
-                       "measures": measures},
+        "experiment": {
+            "name": name,
+            "description": exp.get("description", ""),
+            "seed": seed,
+            "depth": depth,
+            "measures": measures,
+        },
         "datasets": datasets,
         "systems": systems,
         "fusions": fusions,
@@ -164,7 +195,7 @@ def _dataset(entry: Any, where: str) -> dict[str, Any]:
     from zerda_eval.datasets.user import USER_OPTIONS
 
     if not isinstance(entry, dict):
-        raise ConfigError(f"{where}: each [[datasets]] entry must be a table with id = \"...\"")
+        raise ConfigError(f'{where}: each [[datasets]] entry must be a table with id = "..."')
     given = {k: v for k, v in entry.items() if k not in DATASET_KEYS}
     max_queries = entry.get("max_queries")
     if max_queries is not None:
@@ -173,21 +204,35 @@ def _dataset(entry: Any, where: str) -> dict[str, Any]:
         return _dataset_options(entry, given, max_queries, BUNDLED_IDS, USER_OPTIONS, resolve_options, where)
     except ConfigError as exc:
         message = str(exc)
-        raise ConfigError(message if message.startswith(where.split(":")[0]) else f"{where}: {message}") from None
+        raise ConfigError(
+            message if message.startswith(where.split(":")[0]) else f"{where}: {message}"
+        ) from None
 
 
-def _dataset_options(entry, given, max_queries, bundled, user_options, resolve_options, where) -> dict[str, Any]:
+def _dataset_options(
+    entry, given, max_queries, bundled, user_options, resolve_options, where
+) -> dict[str, Any]:
     if "path" in given:
-        dataset_id = _string(entry.get("name") or entry.get("id") or Path(str(given["path"])).name, f"{where}.name")
+        dataset_id = _string(
+            entry.get("name") or entry.get("id") or Path(str(given["path"])).name, f"{where}.name"
+        )
         options = resolve_options(dataset_id, given, extra=user_options)
         options["fingerprint"] = _folder_fingerprint(Path(str(given["path"])), where)
     else:
         if "id" not in entry:
-            raise ConfigError(f"{where}: missing key 'id' (a dataset id such as \"beir/scifact/test\") or 'path'")
+            raise ConfigError(
+                f"{where}: missing key 'id' (a dataset id such as \"beir/scifact/test\") or 'path'"
+            )
         dataset_id = _string(entry["id"], f"{where}.id")
         _check_dataset_id(dataset_id, bundled, where)
         options = resolve_options(dataset_id, given, extra=() if dataset_id in bundled else ("language",))
-    return {"label": dataset_id, "id": dataset_id, "given": given, "options": options, "max_queries": max_queries}
+    return {
+        "label": dataset_id,
+        "id": dataset_id,
+        "given": given,
+        "options": options,
+        "max_queries": max_queries,
+    }
 
 
 def _check_dataset_id(dataset_id: str, bundled: tuple[str, ...], where: str) -> None:
@@ -197,7 +242,7 @@ def _check_dataset_id(dataset_id: str, bundled: tuple[str, ...], where: str) -> 
         return
     raise ConfigError(
         unknown_value_message("dataset", dataset_id, bundled, f"{where}.id")
-        + " (or any `ir_datasets list` id, or path = \"...\" for your own collection)"
+        + ' (or any `ir_datasets list` id, or path = "..." for your own collection)'
     )
 
 
@@ -205,8 +250,11 @@ def _folder_fingerprint(folder: Path, where: str) -> str:
     """Hash of a user's dataset folder (file names, sizes, modification times): edits invalidate cells."""
     if not folder.is_dir():
         raise ConfigError(f"{where}.path: dataset folder {str(folder)!r} does not exist")
-    stats = [(str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns)
-             for p in sorted(folder.rglob("*")) if p.is_file()]
+    stats = [
+        (str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    ]
     return content_hash(stats)
 
 
@@ -248,7 +296,9 @@ def _fusion(entry: Any, where: str) -> dict[str, Any]:
         resolved = resolve_fusion_params(method, {**params, **combo}, f"{where}.params")
         weights = resolved.get("weights")
         if weights is not None and len(weights) != len(inputs):
-            raise ConfigError(f"{where}.params.weights: {len(weights)} weights for {len(inputs)} inputs; give one each")
+            raise ConfigError(
+                f"{where}.params.weights: {len(weights)} weights for {len(inputs)} inputs; give one each"
+            )
         if weights is not None and not all(math.isfinite(w) and w >= 0 for w in weights):
             raise ConfigError(f"{where}.params.weights: weights must be finite numbers >= 0, got {weights!r}")
         variants.append({"label": _label(name, combo), "params": resolved})
@@ -273,22 +323,54 @@ def _cells(datasets: list, systems: list, fusions: list, common: dict, source: s
         by_name: dict[str, list[CellSpec]] = {}
         for system in systems:
             for variant in system["variants"]:
-                config = {"kind": "system", "dataset": ds, "system": {
-                    "name": system["name"], "label": variant["label"], "family": system["family"],
-                    "params": variant["params"]}, **common}
-                cell = CellSpec(content_hash(config)[:16], "system", dataset["label"], variant["label"],
-                                system["name"], config)
+                config = {
+                    "kind": "system",
+                    "dataset": ds,
+                    "system": {
+                        "name": system["name"],
+                        "label": variant["label"],
+                        "family": system["family"],
+                        "params": variant["params"],
+                    },
+                    **common,
+                }
+                cell = CellSpec(
+                    content_hash(config)[:16],
+                    "system",
+                    dataset["label"],
+                    variant["label"],
+                    system["name"],
+                    config,
+                )
                 cells.append(cell)
                 for key in {system["name"], variant["label"]}:
                     by_name.setdefault(key, []).append(cell)
         for i, fusion in enumerate(fusions):
             inputs = [_one_cell(by_name, name, f"{source}: fusions[{i}].inputs") for name in fusion["inputs"]]
             for variant in fusion["variants"]:
-                config = {"kind": "fusion", "dataset": ds, "fusion": {
-                    "name": fusion["name"], "label": variant["label"], "method": fusion["method"],
-                    "params": variant["params"]}, "inputs": [c.cell_id for c in inputs], **common}
-                cells.append(CellSpec(content_hash(config)[:16], "fusion", dataset["label"], variant["label"],
-                                      fusion["name"], config, tuple(c.cell_id for c in inputs)))
+                config = {
+                    "kind": "fusion",
+                    "dataset": ds,
+                    "fusion": {
+                        "name": fusion["name"],
+                        "label": variant["label"],
+                        "method": fusion["method"],
+                        "params": variant["params"],
+                    },
+                    "inputs": [c.cell_id for c in inputs],
+                    **common,
+                }
+                cells.append(
+                    CellSpec(
+                        content_hash(config)[:16],
+                        "fusion",
+                        dataset["label"],
+                        variant["label"],
+                        fusion["name"],
+                        config,
+                        tuple(c.cell_id for c in inputs),
+                    )
+                )
     return cells
 
 
@@ -336,15 +418,20 @@ def _label(name: str, combo: dict[str, Any]) -> str:
 def _measures(value: Any, depth: int, source: str) -> list[str]:
     where = f"{source}: [experiment].measures"
     if not isinstance(value, list) or not value or not all(isinstance(m, str) for m in value):
-        raise ConfigError(f"{where}: give a non-empty list of measure names such as \"ndcg@10\"")
+        raise ConfigError(f'{where}: give a non-empty list of measure names such as "ndcg@10"')
     for measure in value:
         if not is_measure(measure):
             allowed = [f"{f}@10" for f in ("ndcg", "mrr", "recall", "map", "precision")]
-            raise ConfigError(unknown_value_message("measure", measure, allowed, where).replace(
-                "allowed:", "allowed: name@k with k >= 1, e.g."))
+            raise ConfigError(
+                unknown_value_message("measure", measure, allowed, where).replace(
+                    "allowed:", "allowed: name@k with k >= 1, e.g."
+                )
+            )
         cutoff = int(measure.split("@")[1])
         if cutoff > depth:
-            raise ConfigError(f"{where}: {measure} needs a run of depth >= {cutoff}; raise [experiment].depth")
+            raise ConfigError(
+                f"{where}: {measure} needs a run of depth >= {cutoff}; raise [experiment].depth"
+            )
     _unique(value, where, "measure")
     return list(value)
 
@@ -358,7 +445,7 @@ def _check_keys(table: Mapping[str, Any], allowed: tuple[str, ...], where: str, 
 def _table(raw: Mapping[str, Any], key: str, source: str, required: bool = False) -> dict[str, Any]:
     value = raw.get(key, {})
     if key not in raw and required:
-        raise ConfigError(f"{source}: missing [{key}] table (it needs at least name = \"...\")")
+        raise ConfigError(f'{source}: missing [{key}] table (it needs at least name = "...")')
     if not isinstance(value, dict):
         raise ConfigError(f"{source}: {key} must be a table ([{key}])")
     return value

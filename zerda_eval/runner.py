@@ -49,7 +49,11 @@ class CellResult:
 
 
 def run_cell(
-    cell: CellSpec, output_dir: Path, cache_dir: Path | None = None, force: bool = False, progress: bool = False
+    cell: CellSpec,
+    output_dir: Path,
+    cache_dir: Path | None = None,
+    force: bool = False,
+    progress: bool = False,
 ) -> CellResult:
     """Compute one cell (or reuse it) and write its files atomically; ``result.json`` is written last."""
     output_dir = Path(output_dir)
@@ -80,7 +84,9 @@ def run_cell(
     directory = cell_dir(output_dir, cell.cell_id)
     atomic_write_text(directory / "run.trec", format_trec(run))
     atomic_write_text(directory / "per_query.csv", _per_query_csv(per_query))
-    atomic_write_text(directory / "result.json", json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False))
+    atomic_write_text(
+        directory / "result.json", json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False)
+    )
     return CellResult(cell.cell_id, result, reused=False)
 
 
@@ -94,9 +100,15 @@ def run_experiment(
     output_dir = experiment.output_dir
     check_writable(output_dir)
     remove_temp_files(output_dir)
-    atomic_write_text(output_dir / "experiment.json", json.dumps(
-        {"config_hash": experiment.config_hash, "config": experiment.resolved}, indent=2, sort_keys=True,
-        ensure_ascii=False))
+    atomic_write_text(
+        output_dir / "experiment.json",
+        json.dumps(
+            {"config_hash": experiment.config_hash, "config": experiment.resolved},
+            indent=2,
+            sort_keys=True,
+            ensure_ascii=False,
+        ),
+    )
     warm_up_ranx()
     results = []
     bar = tqdm(experiment.cells, desc=f"grid {experiment.name}", unit="cell", disable=not progress)
@@ -118,15 +130,19 @@ def results_table(results: list[Mapping[str, Any]]) -> pd.DataFrame:
         config = result["config"]
         part = config.get("system") or config.get("fusion")
         family = part.get("family") or f"fusion.{part['method']}"
-        rows.append({
-            "dataset": result["dataset"],
-            "system": result["system"],
-            "family": family,
-            "params": canonical_json(part["params"]),
-            "cell_id": result["cell_id"],
-            **result["means"],
-            **{k: result["efficiency"][k] for k in EFFICIENCY_COLUMNS},
-        })
+        means = result["means"]  # a reused result.json has sorted keys: order columns as the config does
+        ordered = [m for m in config["measures"] if m in means] + sorted(set(means) - set(config["measures"]))
+        rows.append(
+            {
+                "dataset": result["dataset"],
+                "system": result["system"],
+                "family": family,
+                "params": canonical_json(part["params"]),
+                "cell_id": result["cell_id"],
+                **{m: means[m] for m in ordered},
+                **{k: result["efficiency"][k] for k in EFFICIENCY_COLUMNS},
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -136,7 +152,9 @@ def write_tables(output_dir: Path, table: pd.DataFrame, results: list[Mapping[st
     atomic_write_bytes(output_dir / "results.parquet", _parquet(table))
     frames = []
     for result in results:
-        per_query = pd.read_csv(cell_dir(output_dir, result["cell_id"]) / "per_query.csv", dtype={"query_id": str})
+        per_query = pd.read_csv(
+            cell_dir(output_dir, result["cell_id"]) / "per_query.csv", dtype={"query_id": str}
+        )
         per_query.insert(0, "system", result["system"])
         per_query.insert(0, "dataset", result["dataset"])
         per_query.insert(0, "cell_id", result["cell_id"])
@@ -208,7 +226,9 @@ def _fuse(cell: CellSpec, output_dir: Path, queries: dict[str, str]) -> tuple[di
     for input_id in cell.inputs:
         path = cell_dir(output_dir, input_id) / "run.trec"
         if load_result(output_dir, input_id) is None:
-            raise RunError(f"fusion {cell.label!r}: input cell {input_id} has no finished run; rerun without --only")
+            raise RunError(
+                f"fusion {cell.label!r}: input cell {input_id} has no finished run; rerun without --only"
+            )
         runs.append(read_trec(path))
     spec = cell.config["fusion"]
     params = {k: v for k, v in spec["params"].items() if k != "method"}

@@ -25,6 +25,15 @@ DOCS = {
 }
 QUERIES = {"q1": "fennec fox ears", "q2": "water in the desert oasis", "q3": "why are desert nights cold"}
 QRELS = {"q1": {"d6": 2, "d1": 1}, "q2": {"d3": 2, "d7": 1, "d2": 1}, "q3": {"d5": 2}}
+TIMING_COLUMNS = {
+    "index_time_s",
+    "latency_mean_ms",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+    "qps",
+    "peak_rss_mb",
+}
 # Lines a progress bar (tqdm / rich) may leave on stderr; they are not messages.
 PROGRESS = re.compile(r"\d+%\||\|\s*\d+/\d+|\d+/\d+ \[")
 
@@ -152,3 +161,18 @@ def only_cell(output_dir: Path) -> Path:
     cells = [p for p in (output_dir / "cells").iterdir() if p.is_dir()]
     assert len(cells) == 1, cells
     return cells[0]
+
+
+def cell_files(output_dir: Path) -> dict[str, bytes]:
+    """``{"<cell_id>/<file>": bytes}`` of the run and per-query files of every cell."""
+    return {
+        f"{cell.name}/{name}": (cell / name).read_bytes()
+        for cell in sorted((output_dir / "cells").iterdir())
+        for name in ("run.trec", "per_query.csv")
+    }
+
+
+def results_without_timing(output_dir: Path) -> list[dict[str, str]]:
+    with (output_dir / "results.csv").open(encoding="utf-8") as handle:
+        rows = [{k: v for k, v in row.items() if k not in TIMING_COLUMNS} for row in csv.DictReader(handle)]
+    return sorted(rows, key=lambda row: row["cell_id"])

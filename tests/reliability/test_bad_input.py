@@ -8,7 +8,6 @@ mean stays over all judged queries.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import os
@@ -22,15 +21,18 @@ import numpy as np
 import pytest
 
 from tests.reliability.harness import (
+    DOCS,
     QRELS,
     QUERIES,
     CliResult,
     assert_no_partial_output,
     assert_one_line_error,
+    cell_files,
     experiment_toml,
     only_cell,
     read_per_query,
     read_run,
+    results_without_timing,
     unfinished_cells,
     write_beir,
 )
@@ -329,7 +331,10 @@ def test_misbehaving_user_embedder_is_one_line(problem, kind, cli, tmp_path, mon
         retrieval.embeddings, "load_embedder", lambda name, **params: bad_embedder(kind, problem)
     )
     systems = [{"name": "dense", "family": "zerda.vector"}]
-    line = assert_one_line_error(cli("run", experiment_toml(tmp_path, systems=systems)))
+    # A corpus of its own per case: the harness may keep corpus vectors per (embedder name, texts).
+    folder = write_beir(tmp_path / "collection", docs={**DOCS, "d9": f"case {kind} {problem}"})
+    datasets = [{"path": str(folder), "format": "beir", "name": "tiny"}]
+    line = assert_one_line_error(cli("run", experiment_toml(tmp_path, datasets=datasets, systems=systems)))
     assert "user-embedder" in line or "embedder" in line.lower(), line
     assert_no_partial_output(tmp_path / "out")
 
@@ -345,23 +350,6 @@ GRID = [
     },
     {"name": "sparse", "family": "pipeline.sparse"},
 ]
-
-
-def cell_snapshot(output_dir: Path) -> dict[str, bytes]:
-    """Run and per-query files of every cell, by ``<cell_id>/<file>``."""
-    return {
-        f"{cell.name}/{name}": (cell / name).read_bytes()
-        for cell in sorted((output_dir / "cells").iterdir())
-        for name in ("run.trec", "per_query.csv")
-    }
-
-
-def results_rows(output_dir: Path) -> list[dict[str, str]]:
-    """results.csv rows without the timing columns, by cell id."""
-    timing = ("index_time_s", "latency_", "qps", "peak_rss_mb")
-    with (output_dir / "results.csv").open(encoding="utf-8") as handle:
-        rows = [{k: v for k, v in row.items() if not k.startswith(timing)} for row in csv.DictReader(handle)]
-    return sorted(rows, key=lambda row: row["cell_id"])
 
 
 @pytest.mark.xfail(
@@ -406,8 +394,8 @@ def test_disk_full_mid_grid_then_clean_resume(cli, tmp_path, monkeypatch):
     calls.update(n=0, fail_at=None)
     resumed = cli("run", config)
     assert resumed.code == 0, resumed.err
-    assert cell_snapshot(root / "out") == cell_snapshot(reference_root / "out")
-    assert results_rows(root / "out") == results_rows(reference_root / "out")
+    assert cell_files(root / "out") == cell_files(reference_root / "out")
+    assert results_without_timing(root / "out") == results_without_timing(reference_root / "out")
     # What the user saw when the disk filled up, and what it left behind.
     assert_one_line_error(failed, "space")
     assert not unfinished, f"unfinished cells left behind: {unfinished}"
@@ -463,7 +451,7 @@ def test_ctrl_c_stops_cleanly_and_the_grid_resumes(tmp_path):
     assert resumed.returncode == 0, err[-2000:]
     assert len(list(cells.glob("*/result.json"))) == len(b_values)
     assert all(path.stat().st_mtime_ns == mtime for path, mtime in finished.items()), "finished cells redone"
-    rows = results_rows(tmp_path / "out")
+    rows = results_without_timing(tmp_path / "out")
     assert len(rows) == len({row["cell_id"] for row in rows}) == len(b_values)
 
 

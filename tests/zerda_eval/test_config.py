@@ -52,9 +52,12 @@ def test_grid_expands_to_labelled_cells_with_resolved_params(tmp_path):
 def test_cell_id_is_stable_and_changes_with_any_result_relevant_setting(tmp_path):
     ids = [c.cell_id for c in load_experiment(write(tmp_path, BASE)).cells]
     assert ids == [c.cell_id for c in load_experiment(write(tmp_path, BASE)).cells]
-    for changed in (BASE.replace("k1 = 1.2", "k1 = 1.3"), BASE.replace("max_queries = 5", "max_queries = 6"),
-                    BASE.replace("depth = 100", "depth = 101"), BASE.replace('id = "cranfield"',
-                                                                            'id = "cranfield"\nrelevance = "raw"')):
+    for changed in (
+        BASE.replace("k1 = 1.2", "k1 = 1.3"),
+        BASE.replace("max_queries = 5", "max_queries = 6"),
+        BASE.replace("depth = 100", "depth = 101"),
+        BASE.replace('id = "cranfield"', 'id = "cranfield"\nrelevance = "raw"'),
+    ):
         new = [c.cell_id for c in load_experiment(write(tmp_path, changed)).cells]
         assert set(new).isdisjoint(ids)
 
@@ -70,8 +73,8 @@ def test_cell_id_is_stable_and_changes_with_any_result_relevant_setting(tmp_path
         (("b = [0.5, 0.75]", "b = [0.5, 1.5]"), "expected a number >= 0.0 and <= 1.0"),
         (("k1 = 1.2", 'k1 = "high"'), "k1"),
         (("depth = 100", "depth = 0"), "depth"),
-        (("depth = 100", "depth = 100\nmeasures = [\"ndcg@10\", \"ndcg@ten\"]"), "unknown measure 'ndcg@ten'"),
-        (("depth = 100", "depth = 10\nmeasures = [\"recall@100\"]"), "depth >= 100"),
+        (("depth = 100", 'depth = 100\nmeasures = ["ndcg@10", "ndcg@ten"]'), "unknown measure 'ndcg@ten'"),
+        (("depth = 100", 'depth = 10\nmeasures = ["recall@100"]'), "depth >= 100"),
         (("[experiment]", "[experimnt]"), "did you mean 'experiment'"),
         (('name = "t"', 'name = "t"\nname2 = 1'), "key in [experiment]"),
         (("max_queries = 5", "max_queries = 0"), "max_queries"),
@@ -87,15 +90,21 @@ def test_mistakes_are_one_line_config_errors(tmp_path, edit, expected):
 
 
 def test_nan_weights_and_malformed_toml(tmp_path):
-    hybrid = BASE + '\n[[systems]]\nname = "h"\nfamily = "pipeline.hybrid"\nparams = { weights = [nan, 1.0] }\n'
+    hybrid = (
+        BASE + '\n[[systems]]\nname = "h"\nfamily = "pipeline.hybrid"\nparams = { weights = [nan, 1.0] }\n'
+    )
     assert "weights" in error_of(tmp_path, hybrid)
     assert "malformed TOML" in error_of(tmp_path, BASE + "\n[[systems]\n")
-    assert "appears twice" in error_of(tmp_path, BASE + '\n[[systems]]\nname = "bm25"\nfamily = "zerda.vector"\n')
+    assert "appears twice" in error_of(
+        tmp_path, BASE + '\n[[systems]]\nname = "bm25"\nfamily = "zerda.vector"\n'
+    )
 
 
 def test_fusion_inputs_must_name_one_cell(tmp_path):
-    fused = BASE + '\n[[systems]]\nname = "dense"\nfamily = "pipeline.dense"\n' \
-                   '\n[[fusions]]\nname = "f"\ninputs = ["bm25", "dense"]\nmethod = "rrf"\n'
+    fused = (
+        BASE + '\n[[systems]]\nname = "dense"\nfamily = "pipeline.dense"\n'
+        '\n[[fusions]]\nname = "f"\ninputs = ["bm25", "dense"]\nmethod = "rrf"\n'
+    )
     assert "grid of 2 cells" in error_of(tmp_path, fused)
     ok = load_experiment(write(tmp_path, fused.replace('["bm25", "dense"]', '["bm25[b=0.5]", "dense"]')))
     fusion = ok.cells[-1]

@@ -127,7 +127,13 @@ def experiment_factory(tiny_beir):
 
 @pytest.fixture(scope="module")
 def local_executor():
+    """A LocalCluster of 2 worker processes; each starts compiling ranx's kernels (~20 s of numba per
+    process) at once, so that overlaps the test's serial reference run instead of following it."""
+    from zerda_eval.measures import warm_up_ranx
+
     with open_executor("local:2") as executor:
+        for worker in executor.client.scheduler_info()["workers"]:
+            executor.client.submit(warm_up_ranx, key=f"warm-up-{worker}", workers=[worker], pure=False)
         yield executor
 
 

@@ -11,7 +11,14 @@ import math
 import pytest
 
 from zerda_eval.errors import RunError
-from zerda_eval.measures import DEFAULT_MEASURES, Efficiency, evaluate_run, mean_values, rank_scores, tie_break
+from zerda_eval.measures import (
+    DEFAULT_MEASURES,
+    Efficiency,
+    evaluate_run,
+    mean_values,
+    rank_scores,
+    tie_break,
+)
 
 
 def test_tie_break_orders_score_desc_then_doc_id_asc_and_dedupes():
@@ -64,8 +71,11 @@ def trec_eval_values(run, qrels, measure):
 
     family, k = measure.split("@")
     k = int(k)
-    scored = {qid: {doc: float(len(r) - i) for i, (doc, _) in enumerate(r[: k if family == "mrr" else None])}
-              for qid, r in run.items() if r}
+    scored = {
+        qid: {doc: float(len(r) - i) for i, (doc, _) in enumerate(r[: k if family == "mrr" else None])}
+        for qid, r in run.items()
+        if r
+    }
     name = "recip_rank" if family == "mrr" else f"{TREC_NAMES[family]}.{k}"
     evaluator = pytrec_eval.RelevanceEvaluator(qrels, {name.split(".")[0] if family == "mrr" else name})
     out = evaluator.evaluate(scored)
@@ -74,8 +84,18 @@ def trec_eval_values(run, qrels, measure):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("dataset_id", ["beir/scifact/test", "beir/scifact/train", "cranfield", "vaswani",
-                                        "quranqa23/taskA/train+dev", "tydiqa-goldp/ar/dev", "xquad/ar"])
+@pytest.mark.parametrize(
+    "dataset_id",
+    [
+        "beir/scifact/test",
+        "beir/scifact/train",
+        "cranfield",
+        "vaswani",
+        "quranqa23/taskA/train+dev",
+        "tydiqa-goldp/ar/dev",
+        "xquad/ar",
+    ],
+)
 def test_ranx_equals_trec_eval_on_real_bm25_runs(dataset_id):
     from zerda_eval.datasets import load_collection
     from zerda_eval.systems import build_system

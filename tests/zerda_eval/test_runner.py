@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from zerda_eval.cache import TMP_PREFIX
@@ -18,9 +19,12 @@ from zerda_eval.runner import read_trec, run_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = {
-    "d1": "bm25 ranks documents by term frequency", "d2": "dense retrieval embeds queries and documents",
-    "d3": "reciprocal rank fusion combines rankings", "d4": "term frequency saturation in bm25",
-    "d5": "arabic normalisation of alef forms", "d6": "documents about nothing in particular",
+    "d1": "bm25 ranks documents by term frequency",
+    "d2": "dense retrieval embeds queries and documents",
+    "d3": "reciprocal rank fusion combines rankings",
+    "d4": "term frequency saturation in bm25",
+    "d5": "arabic normalisation of alef forms",
+    "d6": "documents about nothing in particular",
 }
 QUERIES = {"q1": "bm25 term frequency", "q2": "rank fusion", "q3": "arabic alef", "q4": "zzz unknown"}
 QRELS = [("q1", "d1", 2), ("q1", "d4", 1), ("q2", "d3", 1), ("q3", "d5", 1), ("q4", "d6", 1)]
@@ -36,8 +40,8 @@ def make_experiment(tmp_path: Path, n_b: int = 3) -> Path:
     config = f"""
 [experiment]
 name = "tiny"
-output_dir = "{tmp_path / 'runs'}"
-cache_dir = "{tmp_path / 'cache'}"
+output_dir = "{tmp_path / "runs"}"
+cache_dir = "{tmp_path / "cache"}"
 depth = 10
 measures = ["ndcg@10", "mrr@10", "recall@10", "map@10", "precision@5"]
 
@@ -71,15 +75,21 @@ method = "rrf"
 
 
 def run_files(output_dir: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(output_dir)): p.read_bytes() for p in sorted((output_dir / "cells").rglob("*"))
-            if p.is_file() and p.name != "result.json"}
+    return {
+        str(p.relative_to(output_dir)): p.read_bytes()
+        for p in sorted((output_dir / "cells").rglob("*"))
+        if p.is_file() and p.name != "result.json"
+    }
 
 
 def by_label(output_dir: Path) -> dict[str, tuple[bytes, bytes]]:
     cells = {}
     for result in (output_dir / "cells").glob("*/result.json"):
         label = json.loads(result.read_text())["system"]
-        cells[label] = ((result.parent / "run.trec").read_bytes(), (result.parent / "per_query.csv").read_bytes())
+        cells[label] = (
+            (result.parent / "run.trec").read_bytes(),
+            (result.parent / "per_query.csv").read_bytes(),
+        )
     return cells
 
 
@@ -89,13 +99,18 @@ def test_run_writes_cells_reuses_them_and_is_deterministic(tmp_path):
     out = experiment.output_dir
     assert len(table) == len(experiment.cells) == 6
     for cell in experiment.cells:
-        assert {p.name for p in (out / "cells" / cell.cell_id).iterdir()} == {"run.trec", "per_query.csv",
-                                                                           "result.json"}
+        assert {p.name for p in (out / "cells" / cell.cell_id).iterdir()} == {
+            "run.trec",
+            "per_query.csv",
+            "result.json",
+        }
     assert (out / "results.parquet").is_file() and (out / "per_query.parquet").is_file()
     # q1's relevant docs d1 (grade 2) and d4 are the only docs with both query terms: BM25 puts them first.
     fast = next(c for c in experiment.cells if c.label == "fast")
-    assert [d for d, _ in read_trec(out / "cells" / fast.cell_id / "run.trec")["q1"][:2]] in (["d1", "d4"],
-                                                                                              ["d4", "d1"])
+    assert [d for d, _ in read_trec(out / "cells" / fast.cell_id / "run.trec")["q1"][:2]] in (
+        ["d1", "d4"],
+        ["d4", "d1"],
+    )
     # pipeline.sparse returns nothing for q4 (no shared term): it still counts in the mean, with 0.
     assert table.loc[table.system == "sparse", "recall@10"].item() == pytest.approx(3 / 4)
     before = run_files(out)
@@ -112,7 +127,9 @@ def test_changed_config_never_reuses_a_stale_run(tmp_path):
     path = make_experiment(tmp_path)
     first = load_experiment(path)
     run_experiment(first, progress=False)
-    path.write_text(path.read_text().replace('params = { engine = "fast" }', 'params = { engine = "fast", k1 = 0.9 }'))
+    path.write_text(
+        path.read_text().replace('params = { engine = "fast" }', 'params = { engine = "fast", k1 = 0.9 }')
+    )
     second = load_experiment(path)
     reused = {}
     run_experiment(second, progress=False, on_cell=lambda r: reused.__setitem__(r.cell_id, r.reused))
@@ -127,8 +144,13 @@ def test_sigkill_mid_grid_then_resume_equals_an_uninterrupted_run(tmp_path):
     killed_cfg, clean_cfg = make_experiment(killed_dir, n_b=10), make_experiment(clean_dir, n_b=10)
     command = [sys.executable, "-m", "zerda_eval", "run", "--no-report"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    process = subprocess.Popen([*command, str(killed_cfg)], cwd=killed_dir, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [*command, str(killed_cfg)],
+        cwd=killed_dir,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     cells = killed_dir / "runs" / "cells"
     while process.poll() is None and not list(cells.glob("*/result.json")):
         time.sleep(0.002)
@@ -144,7 +166,16 @@ def test_sigkill_mid_grid_then_resume_equals_an_uninterrupted_run(tmp_path):
     assert sum(1 for _ in (killed_dir / "runs" / "cells").rglob("*")) == 13 * 4  # 13 dirs, 3 files each
     assert killed == clean
     assert not list((killed_dir / "runs").rglob(f"{TMP_PREFIX}*"))
-    results = [(killed_dir / "runs" / "results.csv"), (clean_dir / "runs" / "results.csv")]
-    effectiveness = [[line.split(",")[:3] + line.split(",")[5:10] for line in p.read_text().splitlines()]
-                     for p in results]
-    assert effectiveness[0] == effectiveness[1]
+    tables = [pd.read_csv(d / "runs" / "results.csv") for d in (killed_dir, clean_dir)]
+    columns = [
+        "dataset",
+        "system",
+        "family",
+        "params",
+        "ndcg@10",
+        "mrr@10",
+        "recall@10",
+        "map@10",
+        "precision@5",
+    ]
+    pd.testing.assert_frame_equal(tables[0][columns], tables[1][columns])

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from zerda_eval.errors import ConfigError, unknown_value_message
 from zerda_eval.datasets.collection import NO_ANSWER_ID
+from zerda_eval.errors import ConfigError, unknown_value_message
 
 Results = list[tuple[str, float]]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from retrieval.core import cosine
 from retrieval.pipeline.dense import DenseRetriever
@@ -25,9 +25,9 @@ from zerda_eval.systems.base import ParamSpec, Results, System
 from zerda_eval.systems.encoders import (
     EMBEDDER_PARAMS,
     CorpusVectors,
-    corpus_vectors,
     MatrixVectorStore,
     WordLlamaTokenEncoder,
+    corpus_vectors,
     maxsim,
 )
 from zerda_eval.systems.zerda import ANALYZER_PARAMS, collection_analyzer
@@ -38,7 +38,10 @@ FIRST_STAGE_K = ParamSpec(100, "int", "candidates from the BM25 first stage", mi
 
 def collection_items(collection: Any) -> list[ContextItem]:
     """One ``ContextItem`` per document, ``id`` = the collection's doc id."""
-    return [ContextItem(id=doc_id, content=text) for doc_id, text in zip(collection.doc_ids, collection.texts, strict=True)]
+    return [
+        ContextItem(id=doc_id, content=text)
+        for doc_id, text in zip(collection.doc_ids, collection.texts, strict=True)
+    ]
 
 
 class PipelineSystem(System):
@@ -52,7 +55,9 @@ class PipelineSystem(System):
         raise NotImplementedError
 
     def _search(self, text: str, k: int) -> Results:
-        return [(item.id, float(item.score)) for item in self._retriever.retrieve(QueryBundle(query_str=text), k)]
+        return [
+            (item.id, float(item.score)) for item in self._retriever.retrieve(QueryBundle(query_str=text), k)
+        ]
 
     def _sparse(self, collection: Any) -> SparseRetriever:
         sparse = SparseRetriever(tokenize_fn=collection_analyzer(self.params, collection, self.stats))
@@ -64,7 +69,9 @@ class PipelineSystem(System):
         contexts = InMemoryContextStore()
         for item in self._items:
             contexts.add(item)
-        dense = DenseRetriever(MatrixVectorStore(collection.doc_ids, vectors), contexts, embed_fn=vectors.embed_query)
+        dense = DenseRetriever(
+            MatrixVectorStore(collection.doc_ids, vectors), contexts, embed_fn=vectors.embed_query
+        )
         return dense, vectors
 
 
@@ -73,7 +80,7 @@ class PipelineSparse(PipelineSystem):
 
     family = "pipeline.sparse"
     description = "pipeline SparseRetriever (rank_bm25 BM25Okapi)"
-    param_specs = dict(ANALYZER_PARAMS)
+    param_specs: ClassVar[dict[str, ParamSpec]] = dict(ANALYZER_PARAMS)
 
     def _build(self, collection: Any, cache_dir: Path | None) -> Any:
         return self._sparse(collection)
@@ -84,7 +91,7 @@ class PipelineDense(PipelineSystem):
 
     family = "pipeline.dense"
     description = "pipeline DenseRetriever (cosine over offline embeddings)"
-    param_specs = dict(EMBEDDER_PARAMS)
+    param_specs: ClassVar[dict[str, ParamSpec]] = dict(EMBEDDER_PARAMS)
 
     def _build(self, collection: Any, cache_dir: Path | None) -> Any:
         return self._dense(collection, cache_dir)[0]
@@ -95,7 +102,7 @@ class PipelineHybrid(PipelineSystem):
 
     family = "pipeline.hybrid"
     description = "pipeline HybridRetriever (RRF of sparse + dense)"
-    param_specs = {
+    param_specs: ClassVar[dict[str, ParamSpec]] = {
         **ANALYZER_PARAMS,
         **EMBEDDER_PARAMS,
         "rrf_k": ParamSpec(60, "int", "RRF constant k", minimum=1),
@@ -109,8 +116,11 @@ class PipelineHybrid(PipelineSystem):
 
     def _build(self, collection: Any, cache_dir: Path | None) -> Any:
         dense, _ = self._dense(collection, cache_dir)
-        return HybridRetriever([self._sparse(collection), dense], rrf_k=self.params["rrf_k"],
-                               weights=list(self.params["weights"]))
+        return HybridRetriever(
+            [self._sparse(collection), dense],
+            rrf_k=self.params["rrf_k"],
+            weights=list(self.params["weights"]),
+        )
 
 
 class FirstStageReranked:
@@ -133,7 +143,11 @@ class PipelineRerank(PipelineSystem):
 
     family = "pipeline.rerank"
     description = "pipeline BM25 top-100 -> CrossEncoderReranker (embedding cosine)"
-    param_specs = {**ANALYZER_PARAMS, **EMBEDDER_PARAMS, "first_stage_k": FIRST_STAGE_K}
+    param_specs: ClassVar[dict[str, ParamSpec]] = {
+        **ANALYZER_PARAMS,
+        **EMBEDDER_PARAMS,
+        "first_stage_k": FIRST_STAGE_K,
+    }
 
     def _build(self, collection: Any, cache_dir: Path | None) -> Any:
         _, vectors = self._dense(collection, cache_dir)
@@ -156,17 +170,19 @@ class PipelineRouted(PipelineSystem):
 
     family = "pipeline.routed"
     description = "pipeline RoutedRetriever (sparse or dense per query)"
-    param_specs = {
+    param_specs: ClassVar[dict[str, ParamSpec]] = {
         **ANALYZER_PARAMS,
         **EMBEDDER_PARAMS,
-        "router": ParamSpec("language", "str", "how a query picks its retriever", choices=("language", "keyword")),
+        "router": ParamSpec(
+            "language", "str", "how a query picks its retriever", choices=("language", "keyword")
+        ),
         "keywords": ParamSpec([], "strs", "keyword router: words sending a query to sparse"),
     }
 
     @classmethod
     def check_combination(cls, params: dict[str, Any], where: str) -> None:
         if params["router"] == "keyword" and not params["keywords"]:
-            raise ConfigError(f"{where}.keywords: router = \"keyword\" needs a non-empty list of keywords")
+            raise ConfigError(f'{where}.keywords: router = "keyword" needs a non-empty list of keywords')
 
     def _build(self, collection: Any, cache_dir: Path | None) -> Any:
         dense, _ = self._dense(collection, cache_dir)
@@ -185,7 +201,7 @@ class PipelineLateInteraction(PipelineSystem):
 
     family = "pipeline.late_interaction"
     description = "pipeline LateInteractionRetriever (BM25 -> MaxSim, wordllama token vectors)"
-    param_specs = {
+    param_specs: ClassVar[dict[str, ParamSpec]] = {
         **ANALYZER_PARAMS,
         "dim": EMBEDDER_PARAMS["dim"],
         "first_stage_k": FIRST_STAGE_K,

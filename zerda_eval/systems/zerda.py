@@ -9,7 +9,7 @@ says how many did in the collection.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from retrieval.core import analyzer
 from retrieval.zerda import (
@@ -34,10 +34,16 @@ BM25_PARAMS = {
     "b": ParamSpec(0.75, "float", "BM25 length normalisation", minimum=0.0, maximum=1.0),
 }
 ANALYZER_PARAMS = {
-    "normalization": ParamSpec(None, "str", "Arabic light normalisation; default: the dataset's option",
-                               choices=("none", "light"), optional=True),
-    "stemmer": ParamSpec(None, "str", "PyStemmer (Snowball) language", choices=("english", "arabic"),
-                         optional=True),
+    "normalization": ParamSpec(
+        None,
+        "str",
+        "Arabic light normalisation; default: the dataset's option",
+        choices=("none", "light"),
+        optional=True,
+    ),
+    "stemmer": ParamSpec(
+        None, "str", "PyStemmer (Snowball) language", choices=("english", "arabic"), optional=True
+    ),
 }
 
 
@@ -96,10 +102,11 @@ class ZerdaKeyword(System):
 
     family = "zerda.keyword"
     description = "zerda KeywordRetriever (BM25, max-normalised)"
-    param_specs = {
+    param_specs: ClassVar[dict[str, ParamSpec]] = {
         **BM25_PARAMS,
-        "engine": ParamSpec("reference", "str", "reference = the seed's pure-Python BM25Scorer",
-                            choices=("reference", "fast")),
+        "engine": ParamSpec(
+            "reference", "str", "reference = the seed's pure-Python BM25Scorer", choices=("reference", "fast")
+        ),
         **ANALYZER_PARAMS,
     }
 
@@ -108,7 +115,7 @@ class ZerdaKeyword(System):
         custom = params["normalization"] not in (None, "none") or params["stemmer"] is not None
         if params["engine"] == "reference" and custom:
             raise ConfigError(
-                f"{where}: normalization/stemmer need engine = \"fast\" (the seed's BM25Scorer has its own tokenizer)"
+                f'{where}: normalization/stemmer need engine = "fast" (the seed\'s BM25Scorer has its own tokenizer)'
             )
 
     def _index(self, collection: Any, cache_dir: Path | None) -> None:
@@ -143,7 +150,7 @@ class ZerdaVector(System):
 
     family = "zerda.vector"
     description = "zerda VectorRetriever (cosine over offline embeddings)"
-    param_specs = {
+    param_specs: ClassVar[dict[str, ParamSpec]] = {
         **EMBEDDER_PARAMS,
         "min_vector_score": ParamSpec(0.0, "float", "drop hits below this cosine", minimum=-1.0, maximum=1.0),
     }
@@ -165,7 +172,7 @@ class ZerdaMetadata(System):
 
     family = "zerda.metadata"
     description = "zerda MetadataRetriever (filter only; a floor baseline)"
-    param_specs = {
+    param_specs: ClassVar[dict[str, ParamSpec]] = {
         "filters": ParamSpec({}, "table", "metadata filters; {} = {source = <collection id>}"),
     }
 
@@ -182,20 +189,25 @@ class ZerdaHybrid(System):
 
     family = "zerda.hybrid"
     description = "zerda HybridRetriever (weighted vector+keyword, RRF bonus)"
-    param_specs = {
+    param_specs: ClassVar[dict[str, ParamSpec]] = {
         **EMBEDDER_PARAMS,
         **BM25_PARAMS,
         "vector_weight": ParamSpec(0.6, "float", "weight of the vector score", minimum=0.0),
         "keyword_weight": ParamSpec(0.3, "float", "weight of the keyword score", minimum=0.0),
-        "rrf_order": ParamSpec("as_documented", "str", "as_documented: RRF bonus overwritten (seed); fixed: added",
-                               choices=RRF_ORDERS),
+        "rrf_order": ParamSpec(
+            "as_documented",
+            "str",
+            "as_documented: RRF bonus overwritten (seed); fixed: added",
+            choices=RRF_ORDERS,
+        ),
     }
 
     def _index(self, collection: Any, cache_dir: Path | None) -> None:
         p = self.params
         config = ContextEngineConfig(
-            RetrieverConfig(vector_weight=p["vector_weight"], keyword_weight=p["keyword_weight"],
-                            rrf_order=p["rrf_order"])
+            RetrieverConfig(
+                vector_weight=p["vector_weight"], keyword_weight=p["keyword_weight"], rrf_order=p["rrf_order"]
+            )
         )
         keyword = TunedKeywordRetriever(config, p["k1"], p["b"])
         keyword.index_chunks(collection_chunks(collection))

@@ -1,0 +1,42 @@
+"""The command line: exit codes, one-line errors without traceback, version."""
+
+from __future__ import annotations
+
+import pytest
+
+from zerda_eval import __version__
+from zerda_eval.cli import main
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0 and __version__ in capsys.readouterr().out
+
+
+def test_usage_error_exits_2(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["run"])
+    assert info.value.code == 2
+
+
+def test_config_mistake_is_one_line_exit_1(tmp_path, capsys):
+    path = tmp_path / "bad.toml"
+    path.write_text(
+        '[experiment]\nname = "x"\n[[datasets]]\nid = "cranfeld"\n[[systems]]\nname = "a"\n'
+        'family = "zerda.keyword"\n',
+        encoding="utf-8",
+    )
+    assert main(["run", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "did you mean 'cranfield'" in err and "Traceback" not in err
+
+
+def test_unknown_scheduler_is_a_usage_error(tmp_path, capsys):
+    assert main(["run", str(tmp_path / "x.toml"), "--scheduler", "tcp://h:1"]) == 2
+    assert "serial" in capsys.readouterr().err
+
+
+def test_report_of_a_non_run_directory(tmp_path, capsys):
+    assert main(["report", str(tmp_path)]) == 1
+    assert "not a run directory" in capsys.readouterr().err
