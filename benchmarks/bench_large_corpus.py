@@ -8,7 +8,7 @@ reloaded index must return the very same top-k as the one built in memory (check
 
 Passages and queries come from ``test_bench_scaling.zipf_token_lists`` (Zipf(1.1) over 200,000 words,
 20-80 tokens per passage, 3-10 per query), seeded. The default is 100,000 passages; ZERDA_BENCH_1M=1
-(or ``--passages N``) runs 1,000,000 (about 4 GB peak RSS, a few minutes on 2 cores).
+(or ``--passages N``) runs 1,000,000 (about 2 GB peak RSS; 5 minutes on a busy 2-core machine).
 
     /work/venv/bin/python benchmarks/bench_large_corpus.py
     ZERDA_BENCH_1M=1 /work/venv/bin/python benchmarks/bench_large_corpus.py
@@ -31,20 +31,23 @@ import numpy as np
 from retrieval.core.bm25_fast import SparseBM25
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_bench_scaling import zipf_token_lists  # noqa: E402  (one generator for every BM25 benchmark)
+from test_bench_scaling import zipf_token_lists  # one generator for every BM25 benchmark
 
 SEED = 20261202
 N_QUERIES, K = 200, 10
 
 
 def memory_mb() -> dict[str, float]:
-    """Current RSS split into anonymous and file-backed pages, and the peak RSS so far (MB)."""
+    """Current RSS (MB) split into anonymous and file-backed pages, and the peak so far (``VmHWM``).
+
+    ``VmHWM`` is the peak of this process image; ``ru_maxrss`` (reported for the build) would do in
+    the parent, but Linux carries it across ``execve``, so a child would report the parent's peak.
+    """
     fields = {}
     for line in Path("/proc/self/status").read_text().splitlines():
         name, _, value = line.partition(":")
-        if name in ("VmRSS", "RssAnon", "RssFile"):
-            fields[name] = int(value.split()[0]) / 1024
-    fields["peak"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
+        if name in ("VmRSS", "RssAnon", "RssFile", "VmHWM"):
+            fields[name] = int(value.split()[0]) / 1024  # kB
     return {k: round(v, 1) for k, v in fields.items()}
 
 
@@ -79,6 +82,7 @@ def build(passages: int, directory: Path) -> dict:
     index = SparseBM25().fit(corpus)
     figures["index_s"] = round(time.perf_counter() - start, 1)
     figures["after_index"] = memory_mb()
+    figures["build_ru_maxrss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     del corpus
     figures["in_memory"] = latency(index, queries)
     start = time.perf_counter()
@@ -119,7 +123,10 @@ def main() -> None:
         figures = build(args.passages, Path(tmp))
         for mode, flags in (("mmap", []), ("loaded", ["--no-mmap"])):
             child = subprocess.run(
-                [sys.executable, __file__, "--reload", tmp, *flags], capture_output=True, text=True, check=True
+                [sys.executable, __file__, "--reload", tmp, *flags],
+                capture_output=True,
+                text=True,
+                check=True,
             )
             figures[f"reload_{mode}"] = json.loads(child.stdout)
     print(json.dumps(figures, indent=2))

@@ -12,12 +12,15 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from zerda_eval import __version__
-from zerda_eval.errors import ZerdaEvalError
+from zerda_eval.errors import ConfigError, ZerdaEvalError
+
+if TYPE_CHECKING:
+    from zerda_eval.distributed import Scheduler
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-SCHEDULERS = ("serial",)
 TABLE_MEASURES = ("ndcg@10", "mrr@10", "recall@100", "map@100", "precision@10")
 
 
@@ -29,8 +32,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("config", type=Path, help="experiment TOML file")
     run.add_argument("--force", action="store_true", help="recompute cells even when a finished run exists")
     run.add_argument("--only", metavar="SYSTEM", help="run only this system or fusion (name or label)")
-    run.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel cells (serial scheduler: 1)")
-    run.add_argument("--scheduler", default="serial", help="where cells run; only 'serial' for now")
+    run.add_argument("--jobs", type=int, default=1, metavar="N", help="N > 1: same as --scheduler local:N")
+    run.add_argument(
+        "--scheduler",
+        default="serial",
+        metavar="WHERE",
+        help="where cells run: serial (default), local[:N] (Dask, N worker processes, default 2), "
+        "tcp://HOST:PORT (a running Dask scheduler; needs zerda-eval[dask])",
+    )
     run.add_argument("--no-report", action="store_true", help="skip writing reports/<experiment>/")
     commands.add_parser("datasets", help="list the bundled datasets")
     report = commands.add_parser("report", help="write the report of a run directory")
@@ -63,24 +72,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from zerda_eval.config import load_experiment
+    from zerda_eval.distributed import open_executor
     from zerda_eval.runner import run_experiment
 
-    if args.scheduler not in SCHEDULERS:
-        print(
-            f"zerda-eval: error: --scheduler {args.scheduler!r} is not available yet; use 'serial'",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    if args.jobs != 1:
-        print(
-            "zerda-eval: error: --jobs N > 1 needs a parallel scheduler; the serial scheduler runs 1",
-            file=sys.stderr,
-        )
+    try:
+        scheduler = _scheduler(args)
+    except ZerdaEvalError as exc:
+        print(f"zerda-eval: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     experiment = load_experiment(args.config)
     if args.only:
         experiment = experiment.only(args.only)
-    table = run_experiment(experiment, force=args.force, progress=sys.stderr.isatty())
+    with open_executor(scheduler) as executor:
+        table = run_experiment(experiment, force=args.force, progress=sys.stderr.isatty(), executor=executor)
     measures = [m for m in TABLE_MEASURES if m in table.columns]
     columns = ["dataset", "system", *measures, "index_time_s", "latency_p50_ms", "qps"]
     print(table[columns].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
@@ -90,6 +94,18 @@ def _run(args: argparse.Namespace) -> int:
 
         print(f"report: {write_report(experiment.output_dir, Path('reports') / experiment.name)}")
     return EXIT_OK
+
+
+def _scheduler(args: argparse.Namespace) -> Scheduler:
+    """``--scheduler``, with ``--jobs N`` (N > 1) as a shorthand for ``local:N``."""
+    from zerda_eval.distributed import Scheduler, parse_scheduler
+
+    scheduler = parse_scheduler(args.scheduler)
+    if args.jobs == 1:
+        return scheduler
+    if args.jobs < 1 or scheduler.kind != "serial":
+        raise ConfigError(f"--jobs {args.jobs}: give N >= 1, or the worker count once: --scheduler local:N")
+    return Scheduler("local", workers=args.jobs)
 
 
 def _datasets(args: argparse.Namespace) -> int:

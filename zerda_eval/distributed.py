@@ -49,7 +49,7 @@ class Scheduler:
 
 
 def parse_scheduler(text: str) -> Scheduler:
-    """``serial`` | ``local`` | ``local:N`` | ``tcp://HOST:PORT``; anything else is a one-line ``ConfigError``."""
+    """``serial`` | ``local`` | ``local:N`` | ``tcp://HOST:PORT``; anything else is a one-line ConfigError."""
     if text == "serial":
         return Scheduler("serial")
     local = _LOCAL.match(text)
@@ -79,14 +79,17 @@ def open_executor(scheduler: Scheduler | str) -> Iterator[Executor]:
         return
     distributed = _import_distributed(scheduler)
     if scheduler.kind == "local":
-        with distributed.LocalCluster(
-            n_workers=scheduler.workers,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=None,
-            silence_logs=logging.ERROR,
-        ) as cluster, distributed.Client(cluster) as client:
+        with (
+            distributed.LocalCluster(
+                n_workers=scheduler.workers,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            ) as cluster,
+            distributed.Client(cluster) as client,
+        ):
             yield DaskExecutor(client)
         return
     try:
@@ -94,7 +97,7 @@ def open_executor(scheduler: Scheduler | str) -> Iterator[Executor]:
     except OSError as exc:  # TimeoutError / ConnectionRefusedError / CommClosedError are OSErrors
         raise RunError(
             f"--scheduler {scheduler.address}: no Dask scheduler answered within {CONNECT_TIMEOUT_S} s "
-            f"({type(exc).__name__}); start one with `dask scheduler` and `dask worker ADDRESS` on each machine"
+            f"({type(exc).__name__}); start `dask scheduler`, then `dask worker ADDRESS` on each machine"
         ) from None
     with client:
         yield DaskExecutor(client)
@@ -155,5 +158,5 @@ def _import_distributed(scheduler: Scheduler) -> Any:
         import distributed
     except ImportError:
         name = scheduler.address or f"local:{scheduler.workers}"
-        raise RunError(f"--scheduler {name} needs Dask distributed, which is not installed; {INSTALL_HINT}") from None
+        raise RunError(f"--scheduler {name} needs Dask distributed (not installed); {INSTALL_HINT}") from None
     return distributed

@@ -17,6 +17,7 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from zerda_eval.cache import (
     remove_temp_files,
 )
 from zerda_eval.config import CellSpec, Experiment, canonical_json
+from zerda_eval.distributed import Executor, run_serially
 from zerda_eval.errors import DataFormatError, RunError
 from zerda_eval.measures import Efficiency, evaluate_collection, tie_break, warm_up_ranx
 
@@ -95,8 +97,13 @@ def run_experiment(
     force: bool = False,
     progress: bool = True,
     on_cell: Callable[[CellResult], None] | None = None,
+    executor: Executor | None = None,
 ) -> pd.DataFrame:
-    """Run every cell in order (fusions after their inputs), then write the experiment-level files."""
+    """Run every cell (fusions after their inputs), then write the experiment-level files.
+
+    ``executor`` runs the cells (``zerda_eval.distributed``): serially in this process by default, or
+    as Dask tasks; tasks get absolute paths, so workers with another working directory find them.
+    """
     output_dir = experiment.output_dir
     check_writable(output_dir)
     remove_temp_files(output_dir)
@@ -110,14 +117,24 @@ def run_experiment(
         ),
     )
     warm_up_ranx()
+    executor = executor or run_serially
+    task = partial(
+        run_cell,
+        output_dir=output_dir.resolve(),
+        cache_dir=experiment.cache_dir.resolve(),
+        force=force,
+        progress=progress and executor is run_serially,
+    )
     results = []
-    bar = tqdm(experiment.cells, desc=f"grid {experiment.name}", unit="cell", disable=not progress)
-    for cell in bar:
-        bar.set_postfix_str(f"{cell.dataset} | {cell.label}")
-        outcome = run_cell(cell, output_dir, experiment.cache_dir, force=force, progress=progress)
+    bar = tqdm(total=len(experiment.cells), desc=f"grid {experiment.name}", unit="cell", disable=not progress)
+    for outcome in executor(experiment.cells, task):
+        bar.update()
+        bar.set_postfix_str(f"{outcome.result['dataset']} | {outcome.result['system']}")
         results.append(outcome.result)
         if on_cell is not None:
             on_cell(outcome)
+    bar.close()
+    remove_temp_files(output_dir)  # what a worker killed mid-cell left behind
     table = results_table(results)
     write_tables(output_dir, table, results)
     return table

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass, field, is_dataclass
+from functools import lru_cache
 from typing import Any
 
 
@@ -49,8 +50,12 @@ def chunk_text(chunk: Any) -> str:
     return text if text is not None else ""
 
 
+@lru_cache(maxsize=1 << 16)
 def content_hash(text: str) -> str:
-    """SHA-256 hex of ``text`` lower-cased with whitespace collapsed: the hybrid merge key."""
+    """SHA-256 hex of ``text`` lower-cased with whitespace collapsed: the hybrid merge key.
+
+    Memoised: the hybrid merge asks for the same chunk's hash once per branch and query.
+    """
     return hashlib.sha256(" ".join(text.lower().split()).encode("utf-8")).hexdigest()
 
 

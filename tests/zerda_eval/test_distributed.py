@@ -55,9 +55,11 @@ def test_bad_scheduler_is_a_one_line_config_error(text):
 
 def test_missing_dask_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
-    with pytest.raises(RunError, match=r'local:2 needs Dask.*pip install "zerda-eval\[dask\]"'):
-        with open_executor("local:2"):
-            pass
+    with (
+        pytest.raises(RunError, match=r'local:2 needs Dask.*pip install "zerda-eval\[dask\]"'),
+        open_executor("local:2"),
+    ):
+        pass
 
 
 def test_serial_needs_no_dask(monkeypatch):
@@ -75,7 +77,9 @@ def test_task_key_is_stable_per_cell_and_output_dir(experiment_factory, tmp_path
     cells = experiment_factory(tmp_path / "a").cells
     task_a = partial(run_cell, output_dir=tmp_path / "a", cache_dir=None)
     task_b = partial(run_cell, output_dir=tmp_path / "b", cache_dir=None)
-    assert task_key(cells[0], task_a) == task_key(cells[0], partial(run_cell, output_dir=tmp_path / "a", cache_dir=None))
+    assert task_key(cells[0], task_a) == task_key(
+        cells[0], partial(run_cell, output_dir=tmp_path / "a", cache_dir=None)
+    )
     assert task_key(cells[0], task_a) != task_key(cells[1], task_a)
     assert task_key(cells[0], task_a) != task_key(cells[0], task_b)
 
@@ -90,8 +94,10 @@ def tiny_beir(tmp_path_factory) -> Path:
     rng = np.random.default_rng(9)
     vocabulary = [f"word{i}" for i in range(400)]
     probabilities = 1.0 / np.arange(1, 401) ** 1.05
-    docs = [" ".join(rng.choice(vocabulary, size=rng.integers(8, 30), p=probabilities / probabilities.sum()))
-            for _ in range(300)]
+    docs = [
+        " ".join(rng.choice(vocabulary, size=rng.integers(8, 30), p=probabilities / probabilities.sum()))
+        for _ in range(300)
+    ]
     with (folder / "corpus.jsonl").open("w") as out:
         for i, text in enumerate(docs):
             out.write(json.dumps({"_id": f"d{i}", "title": "", "text": text}) + "\n")
@@ -110,11 +116,21 @@ def tiny_beir(tmp_path_factory) -> Path:
 def experiment_factory(tiny_beir):
     def make(output_dir: Path):
         raw = {
-            "experiment": {"name": "scale", "depth": 20, "measures": ["ndcg@10", "recall@20"],
-                           "output_dir": str(output_dir), "cache_dir": str(output_dir / "cache")},
+            "experiment": {
+                "name": "scale",
+                "depth": 20,
+                "measures": ["ndcg@10", "recall@20"],
+                "output_dir": str(output_dir),
+                "cache_dir": str(output_dir / "cache"),
+            },
             "datasets": [{"name": "tiny", "path": str(tiny_beir), "format": "beir"}],
             "systems": [
-                {"name": "bm25", "family": "zerda.keyword", "params": {"engine": "fast"}, "grid": {"b": [0.5, 0.75]}},
+                {
+                    "name": "bm25",
+                    "family": "zerda.keyword",
+                    "params": {"engine": "fast"},
+                    "grid": {"b": [0.5, 0.75]},
+                },
                 {"name": "sparse", "family": "pipeline.sparse"},
                 {"name": "dense", "family": "pipeline.dense", "params": {"embedder": "lsa", "dim": 64}},
             ],
@@ -143,7 +159,9 @@ def _cell_files(output_dir: Path) -> dict[str, dict[str, bytes]]:
 
 
 def _effectiveness(output_dir: Path) -> dict[str, dict]:
-    return {cell: json.loads(files["result.json"])["means"] for cell, files in _cell_files(output_dir).items()}
+    return {
+        cell: json.loads(files["result.json"])["means"] for cell, files in _cell_files(output_dir).items()
+    }
 
 
 def _assert_same_runs(serial_dir: Path, dask_dir: Path, n_cells: int) -> None:
@@ -170,8 +188,10 @@ def test_local_cluster_equals_serial(experiment_factory, local_executor, tmp_pat
     # The fusion really fused: it differs from both of its inputs.
     by_system = dict(zip(dask_table["system"], dask_table["cell_id"], strict=True))
     runs = _cell_files(tmp_path / "dask")
-    assert runs[by_system["rrf"]]["run.trec"] not in (runs[by_system["sparse"]]["run.trec"],
-                                                      runs[by_system["dense"]]["run.trec"])
+    assert runs[by_system["rrf"]]["run.trec"] not in (
+        runs[by_system["sparse"]]["run.trec"],
+        runs[by_system["dense"]]["run.trec"],
+    )
 
 
 @pytest.mark.slow
@@ -203,7 +223,25 @@ def test_killed_worker_is_retried_without_duplicates(experiment_factory, local_e
 def test_unreachable_scheduler_is_a_one_line_run_error(monkeypatch):
     pytest.importorskip("distributed")
     monkeypatch.setattr("zerda_eval.distributed.CONNECT_TIMEOUT_S", 1)
-    with pytest.raises(RunError, match=r"tcp://127\.0\.0\.1:9: no Dask scheduler answered") as info:
-        with open_executor("tcp://127.0.0.1:9"):
-            pass
+    with (
+        pytest.raises(RunError, match=r"tcp://127\.0\.0\.1:9: no Dask scheduler answered") as info,
+        open_executor("tcp://127.0.0.1:9"),
+    ):
+        pass
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--scheduler", "dask"], "expected 'serial', 'local', 'local:N'"),
+        (["--jobs", "0"], "--jobs 0: give N >= 1"),
+        (["--jobs", "2", "--scheduler", "local:3"], "the worker count once: --scheduler local:N"),
+    ],
+)
+def test_cli_scheduler_mistakes_are_usage_errors(tmp_path, capsys, args, message):
+    from zerda_eval.cli import EXIT_USAGE, main
+
+    assert main(["run", str(tmp_path / "x.toml"), *args]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
