@@ -21,17 +21,27 @@ TMP_PREFIX = ".tmp-"
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same directory and ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=path.parent)
+    """Write ``data`` to ``path`` via a temp file in the same directory and ``os.replace``.
+
+    A failed write (disk full, permissions) leaves no temp file and is a one-line ``RunError``.
+    """
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=path.parent)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise RunError(
+                f"cannot write {path} ({exc.strerror or exc}); free space or fix permissions, "
+                "then rerun the same command to resume"
+            ) from exc
         raise
 
 

@@ -8,6 +8,7 @@ exception is a bug: its traceback is printed with a request to report it.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import traceback
 from collections.abc import Sequence
@@ -27,6 +28,9 @@ TABLE_MEASURES = ("ndcg@10", "mrr@10", "recall@100", "map@100", "precision@10")
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="zerda-eval", description="Evaluate hybrid retrieval systems.")
     parser.add_argument("--version", action="version", version=f"zerda-eval {__version__}")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="show the libraries' log lines (downloads, warnings)"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run the grid of an experiment file")
     run.add_argument("config", type=Path, help="experiment TOML file")
@@ -51,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (``python -m zerda_eval`` and the console script use it)."""
     args = build_parser().parse_args(argv)  # argparse exits with 2 on usage errors
+    if not args.verbose:  # libraries' log lines (ir_datasets' download retries) would bury our one line
+        logging.disable(logging.WARNING)
     try:
         return COMMANDS[args.command](args)
     except ZerdaEvalError as exc:

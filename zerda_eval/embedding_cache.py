@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from retrieval.embeddings import Embedder
+from retrieval.embeddings.base import finish_embeddings
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ def embed_corpus(
         if cached is not None:
             return cached
         logger.warning("embedding cache file %s is corrupt or incomplete; recomputing it", path)
-    vectors = np.ascontiguousarray(embedder.embed(texts), dtype=np.float32)
+    vectors = finish_embeddings(embedder.embed(texts), len(texts), embedder.dim, embedder.name)
     cache_dir.mkdir(parents=True, exist_ok=True)
     _atomic_save(path, vectors)
     return _load_valid(path, expected_shape, mmap) if mmap else vectors

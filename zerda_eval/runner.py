@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
@@ -34,7 +35,7 @@ from zerda_eval.cache import (
 )
 from zerda_eval.config import CellSpec, Experiment, canonical_json
 from zerda_eval.distributed import Executor, run_serially
-from zerda_eval.errors import DataFormatError, RunError
+from zerda_eval.errors import DataFormatError, DatasetError, RunError
 from zerda_eval.measures import Efficiency, evaluate_collection, tie_break, warm_up_ranx
 
 RUN_TAG = "zerda-eval"
@@ -84,11 +85,15 @@ def run_cell(
         "queries": len(qids),
     }
     directory = cell_dir(output_dir, cell.cell_id)
-    atomic_write_text(directory / "run.trec", format_trec(run))
-    atomic_write_text(directory / "per_query.csv", _per_query_csv(per_query))
-    atomic_write_text(
-        directory / "result.json", json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False)
-    )
+    try:
+        atomic_write_text(directory / "run.trec", format_trec(run))
+        atomic_write_text(directory / "per_query.csv", _per_query_csv(per_query))
+        atomic_write_text(
+            directory / "result.json", json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False)
+        )
+    except RunError:
+        shutil.rmtree(directory, ignore_errors=True)  # no half-written cell: a rerun redoes it whole
+        raise
     return CellResult(cell.cell_id, result, reused=False)
 
 
@@ -116,6 +121,7 @@ def run_experiment(
             ensure_ascii=False,
         ),
     )
+    check_collections(experiment.cells)
     warm_up_ranx()
     executor = executor or run_serially
     task = partial(
@@ -181,7 +187,12 @@ def write_tables(output_dir: Path, table: pd.DataFrame, results: list[Mapping[st
 
 
 def format_trec(run: Mapping[str, list[tuple[str, float]]]) -> str:
-    """TREC run lines ``qid Q0 docid rank score tag``; lines already in tie-break order, rank from 1."""
+    """TREC run lines ``qid Q0 docid rank score tag``, in tie-break order (score desc, doc id asc).
+
+    The score column keeps the systems' real scores (fusion reads them back). trec_eval ignores the
+    rank column and orders exact ties by doc id *descending*, so to re-evaluate a file with trec_eval,
+    give it the rank order (e.g. score = -rank): the harness's numbers are those of the rank order.
+    """
     lines = [
         f"{qid} Q0 {doc_id} {rank} {score!r} {RUN_TAG}"
         for qid, results in run.items()
@@ -202,6 +213,26 @@ def read_trec(path: Path) -> dict[str, list[tuple[str, float]]]:
 
 
 # --- inside a cell --------------------------------------------------------------------------------
+
+
+def check_collections(cells: list[CellSpec]) -> None:
+    """Load each dataset of the grid once before any cell runs; one with nothing to evaluate is an error.
+
+    Loading up front also seeds the ``ir_datasets`` cache, so parallel workers never race to build it.
+    """
+    checked = set()
+    for cell in cells:
+        key = canonical_json(cell.config["dataset"])
+        if key in checked:
+            continue
+        checked.add(key)
+        collection, qids = _collection(cell.config["dataset"])
+        if not collection.doc_ids:
+            raise DatasetError(f"dataset {cell.dataset!r} has no documents; check its corpus file")
+        if not qids:
+            raise DatasetError(
+                f"dataset {cell.dataset!r} has no judged queries; check that its qrels name its query ids"
+            )
 
 
 def _collection(dataset: Mapping[str, Any]) -> tuple[Any, list[str]]:

@@ -162,11 +162,6 @@ def test_empty_corpus_file(cli, tmp_path):
     assert "corpus.jsonl" in line or ("test.tsv:2" in line and "'d6'" in line), line
 
 
-@pytest.mark.xfail(
-    reason="runner (H6) runs a collection with 0 documents and 0 judged queries; "
-    "only the report step fails, with a line that does not name the dataset",
-    strict=True,
-)
 def test_collection_with_nothing_to_evaluate(cli, tmp_path):
     folder = write_beir(tmp_path / "collection", docs={}, qrels={})
     line = run_collection(cli, tmp_path, folder, "tiny")
@@ -209,11 +204,6 @@ def test_non_utf8_corpus_names_file_and_line(cli, tmp_path):
     run_collection(cli, tmp_path, folder, "corpus.jsonl:2", "utf-8")
 
 
-@pytest.mark.xfail(
-    reason="an empty query text is accepted silently "
-    "(datasets/user.py _records; the runner could also reject it)",
-    strict=True,
-)
 def test_empty_query_string_names_the_query(cli, tmp_path):
     # An empty text is a broken record (e.g. the text under another key): scoring it would silently be 0.
     folder = write_beir(tmp_path / "collection", queries={**QUERIES, "q2": ""})
@@ -312,14 +302,12 @@ def bad_embedder(kind: str, problem: str):
 TRACEBACK = "runner (H6): EmbedderError is not a ZerdaEvalError and is not converted, so a traceback"
 SILENT = "CorpusVectors / embed_corpus never check a fresh embedder output, so the run silently succeeds"
 EMBEDDER_CASES = [
-    pytest.param("base", "nan", marks=pytest.mark.xfail(reason=TRACEBACK, strict=True)),
-    pytest.param("base", "inf", marks=pytest.mark.xfail(reason=TRACEBACK, strict=True)),
-    pytest.param("base", "dimension", marks=pytest.mark.xfail(reason=TRACEBACK, strict=True)),
-    pytest.param(
-        "raw", "nan", marks=pytest.mark.xfail(reason=SILENT + " (NaN cosines dropped)", strict=True)
-    ),
+    pytest.param("base", "nan"),
+    pytest.param("base", "inf"),
+    pytest.param("base", "dimension"),
+    pytest.param("raw", "nan"),
     pytest.param("raw", "inf"),
-    pytest.param("raw", "dimension", marks=pytest.mark.xfail(reason=SILENT + " (wrong dim)", strict=True)),
+    pytest.param("raw", "dimension"),
 ]
 
 
@@ -352,11 +340,6 @@ GRID = [
 ]
 
 
-@pytest.mark.xfail(
-    reason="runner (H6): OSError from a run write is not turned into a one-line RunError "
-    "(traceback + 'internal error'); resume itself is clean",
-    strict=True,
-)
 @pytest.mark.slow  # three runs of a five-cell grid
 def test_disk_full_mid_grid_then_clean_resume(cli, tmp_path, monkeypatch):
     import errno
@@ -455,10 +438,6 @@ def test_ctrl_c_stops_cleanly_and_the_grid_resumes(tmp_path):
     assert len(rows) == len({row["cell_id"] for row in rows}) == len(b_values)
 
 
-@pytest.mark.xfail(
-    reason="cli (H6) leaves ir_datasets' own [INFO]/[WARNING] download log lines on stderr before the error",
-    strict=True,
-)
 @pytest.mark.slow
 def test_unreachable_ir_datasets_id_offline(tmp_path):
     config = experiment_toml(tmp_path, datasets=[{"id": "miracl/ar/dev"}])

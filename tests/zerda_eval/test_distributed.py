@@ -148,9 +148,13 @@ def local_executor():
     from zerda_eval.measures import warm_up_ranx
 
     with open_executor("local:2") as executor:
-        for worker in executor.client.scheduler_info()["workers"]:
-            executor.client.submit(warm_up_ranx, key=f"warm-up-{worker}", workers=[worker], pure=False)
+        client = executor.client
+        warming = [  # held until the end: a released future's task may be dropped before it runs
+            client.submit(warm_up_ranx, key=f"warm-up-{worker}", workers=[worker], pure=False)
+            for worker in client.scheduler_info()["workers"]
+        ]
         yield executor
+        del warming
 
 
 def _cell_files(output_dir: Path) -> dict[str, dict[str, bytes]]:

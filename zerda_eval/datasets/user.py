@@ -58,6 +58,16 @@ def _records(path: Path) -> Iterator[tuple[int, str, str]]:
         yield number, fields[0], f"{fields[1]} {fields[2]}" if fields[1] else fields[2]
 
 
+def _queries(path: Path) -> list[GenericQuery]:
+    """Queries of a file; an empty one is an error (a wrong key would otherwise score silently 0)."""
+    queries = []
+    for number, qid, text in _records(path):
+        if not text.strip():
+            raise DataFormatError(f"{path}:{number}: query {qid!r} has no text; give it one or remove it")
+        queries.append(GenericQuery(qid, text))
+    return queries
+
+
 def _docs(path: Path) -> list[GenericDoc]:
     first_line: dict[str, int] = {}
     docs = []
@@ -117,7 +127,7 @@ def load_user_collection(name: str, options: dict[str, Any]) -> Collection:
         queries_file = _pick(folder, options.get("queries"), ("queries.jsonl",), "queries")
         qrels_file = _pick(folder, options.get("qrels"), (f"qrels/{split}.tsv",), "qrels")
     docs = _docs(corpus)
-    queries = [GenericQuery(qid, text) for _, qid, text in _records(queries_file)]
+    queries = _queries(queries_file)
     qrels = _qrels(qrels_file, trec, {d.doc_id for d in docs}, {q.query_id for q in queries})
     language = options.pop("language", "en")
     return build_collection(name, language, docs, queries, qrels, options)

@@ -9,12 +9,14 @@ families wrap the precomputed matrix in stores that score all documents with one
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from zerda_eval.errors import RunError
 from zerda_eval.systems.base import ParamSpec
 
 EMBEDDERS = ("wordllama", "lsa")
@@ -47,6 +49,17 @@ def corpus_vectors(
     return _SHARED[key]
 
 
+@contextmanager
+def _embedder_errors_as_run_errors() -> Iterator[None]:
+    """Turn an embedder's bad output or missing model into the harness's one-line ``RunError``."""
+    from retrieval.embeddings import EmbedderError
+
+    try:
+        yield
+    except EmbedderError as exc:
+        raise RunError(f"{exc}; fix the embedder or choose another one") from exc
+
+
 class CorpusVectors:
     """A fitted embedder plus the unit-length vectors of a collection's texts, in corpus order."""
 
@@ -55,17 +68,26 @@ class CorpusVectors:
         from zerda_eval.embedding_cache import embed_corpus
 
         self.embedder = load_embedder(embedder_name, dim=dim)
-        if cache_dir is None:
-            self.matrix = self.embedder.fit(texts).embed(list(texts))
-        else:  # embed_corpus fits the embedder too (LSA needs it to embed queries)
-            self.matrix = np.asarray(embed_corpus(self.embedder, list(texts), cache_dir), dtype=np.float32)
+        with _embedder_errors_as_run_errors():
+            if cache_dir is None:
+                self.matrix = self._embed(self.embedder.fit(texts), list(texts))
+            else:  # embed_corpus fits the embedder too (LSA needs it to embed queries)
+                self.matrix = np.asarray(embed_corpus(self.embedder, list(texts), cache_dir), dtype=np.float32)
         self._query_cache: dict[str, np.ndarray] = {}
+
+    @staticmethod
+    def _embed(embedder: Any, texts: list[str]) -> np.ndarray:
+        """Checked unit rows: a wrong shape or a NaN/inf from any embedder (a user's too) is an error."""
+        from retrieval.embeddings.base import finish_embeddings
+
+        return finish_embeddings(embedder.embed(texts), len(texts), embedder.dim, embedder.name)
 
     def embed_query(self, text: str) -> np.ndarray:
         """The query's unit vector (cached: the warm-up query and rerankers ask again)."""
         vector = self._query_cache.get(text)
         if vector is None:
-            vector = self.embedder.embed([text])[0]
+            with _embedder_errors_as_run_errors():
+                vector = self._embed(self.embedder, [text])[0]
             self._query_cache[text] = vector
         return vector
 
