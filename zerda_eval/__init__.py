@@ -6,4 +6,4 @@ Importing the package registers the bundled collections with ``ir_datasets`` (so
 
 __version__ = "0.1.0"
 
-from zerda_eval import datasets as _datasets  # noqa: E402,F401  (registers the ir_datasets ids)
+from zerda_eval import datasets as _datasets  # noqa: F401  (registers the ir_datasets ids)

@@ -54,26 +54,36 @@ class BM25Index:
         self.corpus: list[list[str]] = []
         self.idf: dict[str, float] = {}
         self.avg_dl: float = 0.0
-        self._postings: dict[str, list[tuple[int, int]]] = {}
-        self._length_norm: list[float] = []
+        self._postings: dict[str, list[tuple[int, float]]] = {}  # term -> [(doc index, term weight)]
 
     def fit(self, corpus_tokens: Sequence[list[str]]) -> BM25Index:
-        """Index documents given as token lists; an empty corpus leaves an empty index."""
+        """Index documents given as token lists; an empty corpus leaves an empty index.
+
+        Each posting stores its finished term weight ``idf * tf * (k1 + 1) / (tf + k1 * norm)``, so a
+        query only adds numbers (the same numbers, in the same order, as computing them per query).
+        """
         self.corpus = list(corpus_tokens)
-        self.idf, self._postings, self._length_norm = {}, {}, []
+        self.idf, self._postings = {}, {}
         self.avg_dl = 0.0
         if not self.corpus:
             return self
         n_docs = len(self.corpus)
         lengths = [len(doc) for doc in self.corpus]
         self.avg_dl = sum(lengths) / n_docs
+        term_freqs: dict[str, list[tuple[int, int]]] = {}
         for doc_index, doc in enumerate(self.corpus):
             for term, tf in Counter(doc).items():
-                self._postings.setdefault(term, []).append((doc_index, tf))
-        self.idf = {term: bm25_idf(n_docs, len(posting)) for term, posting in self._postings.items()}
+                term_freqs.setdefault(term, []).append((doc_index, tf))
+        self.idf = {term: bm25_idf(n_docs, len(posting)) for term, posting in term_freqs.items()}
         # avg_dl is 0 only when every document is empty; then no term matches and the norm is unused.
         avg_dl = self.avg_dl or 1.0
-        self._length_norm = [self.k1 * (1.0 - self.b + self.b * length / avg_dl) for length in lengths]
+        norm = [self.k1 * (1.0 - self.b + self.b * length / avg_dl) for length in lengths]
+        k1_plus_1 = self.k1 + 1.0
+        for term, posting in term_freqs.items():
+            idf = self.idf[term]
+            self._postings[term] = [
+                (doc_index, idf * tf * k1_plus_1 / (tf + norm[doc_index])) for doc_index, tf in posting
+            ]
         return self
 
     def __len__(self) -> int:
@@ -82,14 +92,9 @@ class BM25Index:
     def scores(self, query_tokens: Iterable[str]) -> list[float]:
         """BM25 score of every document for the query, in document order."""
         scores = [0.0] * len(self.corpus)
-        k1_plus_1 = self.k1 + 1.0
-        norm = self._length_norm
         for term in unique_terms(query_tokens):
-            idf = self.idf.get(term)
-            if idf is None:
-                continue
-            for doc_index, tf in self._postings[term]:
-                scores[doc_index] += idf * tf * k1_plus_1 / (tf + norm[doc_index])
+            for doc_index, weight in self._postings.get(term, ()):
+                scores[doc_index] += weight
         return scores
 
     def top_k(self, query_tokens: Iterable[str], k: int) -> list[tuple[int, float]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache
 
 TOKEN_PATTERN = re.compile(r"[\w\u0600-\u06FF]{2,}")
 
@@ -45,7 +45,7 @@ def normalize_arabic(text: str) -> str:
     return text.translate(_ARABIC_LETTER_FORMS)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _stemmer(language: str):
     import Stemmer  # PyStemmer: optional, imported only when a stemmed analyzer is asked for
 

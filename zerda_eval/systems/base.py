@@ -37,7 +37,8 @@ class ParamSpec:
     """One parameter of a family: default, accepted type, allowed values or range, and what it does.
 
     ``kind`` is ``"float"``, ``"int"``, ``"str"``, ``"bool"``, ``"floats"`` (list of numbers) or
-    ``"strs"`` (list of strings) or ``"table"`` (a TOML table). Numbers must be finite; ``optional`` allows the default ``None``.
+    ``"strs"`` (list of strings) or ``"table"`` (a TOML table). Numbers must be finite; ``optional``
+    allows the default ``None``.
     """
 
     default: Any

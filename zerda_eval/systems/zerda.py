@@ -200,6 +200,13 @@ class ZerdaHybrid(System):
             "as_documented: RRF bonus overwritten (seed); fixed: added",
             choices=RRF_ORDERS,
         ),
+        "top_k": ParamSpec(
+            None,
+            "int",
+            "top_k passed to HybridRetriever.retrieve (each branch fetches 2 x top_k); default: the run depth",
+            minimum=1,
+            optional=True,
+        ),
     }
 
     def _index(self, collection: Any, cache_dir: Path | None) -> None:
@@ -216,4 +223,4 @@ class ZerdaHybrid(System):
         self.stats["duplicates_collapsed"] = duplicates_collapsed(list(collection.texts))
 
     def _search(self, text: str, k: int) -> Results:
-        return _to_results(self._retriever.retrieve(text, k))
+        return _to_results(self._retriever.retrieve(text, min(self.params["top_k"] or k, k)))
