@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -37,6 +38,10 @@ CONNECT_TIMEOUT_S = 10
 INSTALL_HINT = 'pip install "zerda-eval[dask]"'
 _LOCAL = re.compile(r"^local(?::(\d+))?$")
 _ADDRESS = re.compile(r"^tcp://[^\s:/]+:\d{1,5}$")
+# Dask's nanny pins these to 1 in each worker it spawns; another BLAS thread count can change the last
+# bit of a float sum (an LSA projection), so local workers keep this process's settings instead and
+# write the same run files as a serial run.
+BLAS_THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 @dataclass(frozen=True)
@@ -79,7 +84,10 @@ def open_executor(scheduler: Scheduler | str) -> Iterator[Executor]:
         return
     distributed = _import_distributed(scheduler)
     if scheduler.kind == "local":
+        import dask
+
         with (
+            dask.config.set({"distributed.nanny.pre-spawn-environ": _worker_environ(dask)}),
             distributed.LocalCluster(
                 n_workers=scheduler.workers,
                 threads_per_worker=1,
@@ -151,6 +159,13 @@ def preload_datasets(cells: Sequence[CellSpec]) -> None:
 def _run_after_inputs(task: Task, cell: CellSpec, *inputs: CellResult) -> CellResult:
     """``task(cell)``; ``inputs`` (the results of a fusion's input cells) only order the tasks."""
     return task(cell)
+
+
+def _worker_environ(dask: Any) -> dict[str, Any]:
+    """Dask's pre-spawn environment for workers, with the BLAS thread counts of this process."""
+    environ = dask.config.get("distributed.nanny.pre-spawn-environ", {})
+    kept = {k: v for k, v in environ.items() if k not in BLAS_THREAD_VARIABLES}
+    return kept | {k: os.environ[k] for k in BLAS_THREAD_VARIABLES if k in os.environ}
 
 
 def _import_distributed(scheduler: Scheduler) -> Any:

@@ -55,7 +55,9 @@ def finish_embeddings(matrix: Any, n_texts: int, dim: int, name: str) -> np.ndar
             f"({bad_rows.size} texts in all)"
         )
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    unit = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    # Rows already of unit length are left bit for bit as they are, so checking twice changes nothing.
+    rescale = (norms > 0) & (np.abs(norms - 1.0) > 1e-6)
+    unit = np.divide(matrix, norms, out=matrix.copy(), where=rescale)
     return np.ascontiguousarray(unit, dtype=np.float32)
 
 

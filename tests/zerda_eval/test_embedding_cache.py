@@ -97,9 +97,9 @@ def test_interrupted_write_leaves_neither_temp_nor_final_file(tmp_path, monkeypa
 
 
 def test_corpus_fitted_embedder_is_fitted_even_on_a_cache_hit(tmp_path):
-    first = LSAEmbedder(dim=3)
+    first = LSAEmbedder(dim=3, min_df=1)
     vectors = embed_corpus(first, TEXTS, tmp_path)
-    fresh = LSAEmbedder(dim=3)
+    fresh = LSAEmbedder(dim=3, min_df=1)
     cached = embed_corpus(fresh, TEXTS, tmp_path)
     np.testing.assert_array_equal(cached, vectors)
     np.testing.assert_allclose(fresh.embed(["beta gamma"]), first.embed(["beta gamma"]), atol=1e-6)

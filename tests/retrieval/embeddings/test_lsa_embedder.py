@@ -38,7 +38,7 @@ def hand_tfidf(texts: list[str]) -> np.ndarray:
 
 
 def test_full_rank_lsa_preserves_tfidf_cosines():
-    lsa = LSAEmbedder(dim=64).fit(CORPUS)
+    lsa = LSAEmbedder(dim=64, min_df=1).fit(CORPUS)
     assert lsa.n_components == len(CORPUS)  # rank-limited, padded up to dim with zero columns
     vectors = lsa.embed(CORPUS)
     assert vectors.shape == (len(CORPUS), 64) and vectors.dtype == np.float32
@@ -47,19 +47,20 @@ def test_full_rank_lsa_preserves_tfidf_cosines():
 
 
 def test_truncation_keeps_topics_apart():
-    lsa = LSAEmbedder(dim=2).fit(CORPUS)
+    lsa = LSAEmbedder(dim=2, min_df=1).fit(CORPUS)
     sims = cosine_matrix(lsa.embed(["cat dog"]), lsa.embed(CORPUS))[0]
     assert sims[[0, 1, 5]].min() > sims[[3, 4]].max()
 
 
 def test_labelled_corpus_fitted_and_deterministic():
-    first, second = LSAEmbedder(dim=3), LSAEmbedder(dim=3)
+    first, second = LSAEmbedder(dim=3, min_df=1), LSAEmbedder(dim=3, min_df=1)
     assert first.name == "lsa" and first.params["corpus_fitted"] is True
     assert first.params == {
         "corpus_fitted": True,
         "dim": 3,
         "normalization": "none",
         "stemmer": None,
+        "min_df": 1,
         "sublinear_tf": True,
         "random_state": 0,
     }
@@ -71,8 +72,8 @@ def test_arabic_light_normalisation_matches_letter_variants():
     # written with hamza forms, alef maksura and taa marbuta, while the query writes them bare.
     corpus = ["أحمد ذهب إلى المدرسة", "ذهب الطقس جميل اليوم", "قرأ الطالب الكتاب"]
     query = ["احمد ذهب الى المدرسه"]
-    plain = LSAEmbedder(dim=8).fit(corpus)
-    light = LSAEmbedder(dim=8, normalization="light").fit(corpus)
+    plain = LSAEmbedder(dim=8, min_df=1).fit(corpus)
+    light = LSAEmbedder(dim=8, normalization="light", min_df=1).fit(corpus)
     plain_sims = cosine_matrix(plain.embed(query), plain.embed(corpus))[0]
     light_sims = cosine_matrix(light.embed(query), light.embed(corpus))[0]
     assert plain_sims[0] == pytest.approx(plain_sims[1], abs=1e-5)  # only ذهب matches: a tie
@@ -82,8 +83,8 @@ def test_arabic_light_normalisation_matches_letter_variants():
 
 def test_english_stemmer_joins_inflections():
     corpus = ["running shoes for runners", "a quiet evening at home"]
-    stemmed = LSAEmbedder(dim=4, stemmer="english").fit(corpus)
-    plain = LSAEmbedder(dim=4).fit(corpus)
+    stemmed = LSAEmbedder(dim=4, stemmer="english", min_df=1).fit(corpus)
+    plain = LSAEmbedder(dim=4, min_df=1).fit(corpus)
     assert np.abs(plain.embed(["runs"])).sum() == 0.0  # unknown term: zero vector, cosine 0
     assert float(stemmed.embed(["run"])[0] @ stemmed.embed(corpus)[0]) > 0.5
 
@@ -97,3 +98,10 @@ def test_errors_are_clear():
         load_embedder("lsa", dim=0)
     with pytest.raises(ValueError, match="unknown normalization 'heavy'"):
         LSAEmbedder(normalization="heavy")
+
+
+def test_min_df_drops_terms_of_a_single_document():
+    corpus = ["apple banana", "apple cherry", "banana durian"]
+    vocabulary = LSAEmbedder(dim=2).fit(corpus)._vectorizer.vocabulary_
+    assert sorted(vocabulary) == ["apple", "banana"]  # cherry and durian occur in one document each
+    assert len(LSAEmbedder(dim=2, min_df=1).fit(corpus)._vectorizer.vocabulary_) == 4
