@@ -20,8 +20,9 @@ DEFAULT_DIM = 256
 class LSAEmbedder(BaseEmbedder):
     """TF-IDF over ``retrieval.core.analyzer`` tokens, projected on the top ``dim`` singular vectors.
 
-    ``min_df`` drops terms found in fewer documents (default 2). ``fit(texts)`` must run before ``embed``. When the corpus has fewer than ``dim`` documents or
-    terms, the extra components are zero columns, so ``dim`` and every cosine stay as they would be.
+    ``min_df`` drops terms found in fewer documents (see ``_min_df``). ``fit(texts)`` must run before
+    ``embed``. When the corpus has fewer than ``dim`` documents or terms, the extra components are zero
+    columns, so ``dim`` and every cosine stay as they would be.
     """
 
     def __init__(
@@ -30,7 +31,7 @@ class LSAEmbedder(BaseEmbedder):
         normalization: str = "none",
         stemmer: str | None = None,
         sublinear_tf: bool = True,
-        min_df: int = 2,
+        min_df: int | None = None,
         random_state: int = 0,
     ):
         check_positive_int("lsa dim", dim)
@@ -54,12 +55,11 @@ class LSAEmbedder(BaseEmbedder):
         """Learn the vocabulary, idf and SVD basis from ``texts`` (the corpus to be searched)."""
         from sklearn.decomposition import TruncatedSVD
         from sklearn.feature_extraction.text import TfidfVectorizer
+        from threadpoolctl import threadpool_limits
 
         texts = list(texts)
-        # min_df=2 by default: a term of one document links no documents, and dropping those terms
-        # shrinks the SVD's (terms x components) work 1.5-6x on the bundled corpora.
         vectorizer = TfidfVectorizer(
-            analyzer=self._analyze, sublinear_tf=self.params["sublinear_tf"], min_df=self.params["min_df"]
+            analyzer=self._analyze, sublinear_tf=self.params["sublinear_tf"], min_df=self._min_df(len(texts))
         )
         try:
             tfidf = vectorizer.fit_transform(texts)
@@ -70,11 +70,22 @@ class LSAEmbedder(BaseEmbedder):
         if self.n_components < 1:
             raise EmbedderError(f"lsa needs at least 2 distinct terms to fit, got {tfidf.shape[1]}")
         svd = TruncatedSVD(n_components=self.n_components, random_state=self.params["random_state"])
-        svd.fit(tfidf)
+        with threadpool_limits(limits=1, user_api="blas"):  # oversubscribed BLAS threads made it 3-8x slower
+            svd.fit(tfidf)
         # Project with a C-contiguous basis: TruncatedSVD.transform multiplies by components_.T, which
         # makes scipy copy the whole (terms x components) matrix on every call (50 ms per query here).
         self._vectorizer, self._basis = vectorizer, np.ascontiguousarray(svd.components_.T)
         return self
+
+    def _min_df(self, n_docs: int) -> int:
+        """``min_df``, or by default 2 from 500 documents on (else 1).
+
+        A term of a single document links no documents; on a real corpus dropping those terms shrinks
+        the SVD's (terms x components) work 1.5-6x. A tiny corpus keeps every term, or nothing is left.
+        """
+        if self.params["min_df"] is not None:
+            return self.params["min_df"]
+        return 2 if n_docs >= 500 else 1
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         if self._basis is None:

@@ -49,16 +49,18 @@ ENGLISH_QUERIES = {
 }
 ENGLISH_ANSWERS = {"q1": "d3", "q2": "d5", "q3": "d8"}
 
-ARABIC_DOCS = {
-    "a1": "الصلاة عماد الدين وهي فرض على كل مسلم",
-    "a2": "الصيام في شهر رمضان من أركان الإسلام",
-    "a3": "الزكاة تطهر المال وتعطى للفقراء والمساكين",
-    "a4": "الحج إلى مكة المكرمة فريضة على المستطيع",
-    "a5": "القرآن الكريم كتاب الله المنزل على محمد",
-    "a6": "العلم نور والجهل ظلام",
+ARABIC_DOCS = {  # topic words recur in two documents each: LSA keeps only terms of >= 2 documents
+    "a1": "الصلاة فرض على كل مسلم والصلاة عماد الدين",
+    "a2": "أوقات الصلاة خمسة في اليوم والليلة",
+    "a3": "الصيام في شهر رمضان فرض على كل مسلم",
+    "a4": "يفطر الصائم في رمضان عند غروب الشمس",
+    "a5": "الزكاة حق المال وتعطى للفقراء والمساكين",
+    "a6": "يدفع المسلم الزكاة للفقراء مرة كل عام",
+    "a7": "الحج إلى مكة فرض على المستطيع",
+    "a8": "يطوف الحجاج حول الكعبة في مكة",
 }
 ARABIC_QUERIES = {"r1": "الصيام في شهر رمضان", "r2": "الزكاة للفقراء", "r3": "الحج إلى مكة"}
-ARABIC_ANSWERS = {"r1": "a2", "r2": "a3", "r3": "a4"}
+ARABIC_ANSWERS = {"r1": {"a3"}, "r2": {"a5", "a6"}, "r3": {"a7"}}
 
 
 def make_collection(
@@ -235,7 +237,7 @@ def test_every_family_runs_on_a_tiny_arabic_collection(family: str, arabic: Coll
     run_ = run(family, fast_params(family), arabic, k=3)
     check_run(run_, arabic, 3)
     if family in ("zerda.keyword", "pipeline.sparse", "pipeline.routed"):
-        assert {qid: r[0][0] for qid, r in run_.items()} == ARABIC_ANSWERS
+        assert all(run_[qid][0][0] in answers for qid, answers in ARABIC_ANSWERS.items())
 
 
 def test_light_normalization_reaches_the_fast_keyword_engine() -> None:

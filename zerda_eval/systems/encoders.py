@@ -42,7 +42,7 @@ def corpus_vectors(
     """``CorpusVectors`` shared within the process by the systems of one corpus (LSA fits once, not per cell)."""
     from zerda_eval.embedding_cache import texts_sha256
 
-    key = (embedder_name, dim, texts_sha256(texts))
+    key = (embedder_name, dim, texts_sha256(texts), cache_dir)
     if key not in _SHARED:
         _SHARED.clear()  # keep one corpus's vectors: a grid runs dataset by dataset
         _SHARED[key] = CorpusVectors(embedder_name, dim, texts, cache_dir)

@@ -102,6 +102,7 @@ def test_errors_are_clear():
 
 def test_min_df_drops_terms_of_a_single_document():
     corpus = ["apple banana", "apple cherry", "banana durian"]
-    vocabulary = LSAEmbedder(dim=2).fit(corpus)._vectorizer.vocabulary_
+    vocabulary = LSAEmbedder(dim=2, min_df=2).fit(corpus)._vectorizer.vocabulary_
     assert sorted(vocabulary) == ["apple", "banana"]  # cherry and durian occur in one document each
     assert len(LSAEmbedder(dim=2, min_df=1).fit(corpus)._vectorizer.vocabulary_) == 4
+    assert len(LSAEmbedder(dim=2).fit(corpus)._vectorizer.vocabulary_) == 4  # default: a tiny corpus keeps all
