@@ -105,4 +105,4 @@ def test_min_df_drops_terms_of_a_single_document():
     vocabulary = LSAEmbedder(dim=2, min_df=2).fit(corpus)._vectorizer.vocabulary_
     assert sorted(vocabulary) == ["apple", "banana"]  # cherry and durian occur in one document each
     assert len(LSAEmbedder(dim=2, min_df=1).fit(corpus)._vectorizer.vocabulary_) == 4
-    assert len(LSAEmbedder(dim=2).fit(corpus)._vectorizer.vocabulary_) == 4  # default: a tiny corpus keeps all
+    assert len(LSAEmbedder(dim=2).fit(corpus)._vectorizer.vocabulary_) == 4  # default: every term
