@@ -33,7 +33,7 @@ def test_config_mistake_is_one_line_exit_1(tmp_path, capsys):
 
 
 def test_unknown_scheduler_is_a_usage_error(tmp_path, capsys):
-    assert main(["run", str(tmp_path / "x.toml"), "--scheduler", "tcp://h:1"]) == 2
+    assert main(["run", str(tmp_path / "x.toml"), "--scheduler", "dask"]) == 2
     assert "serial" in capsys.readouterr().err
 
 

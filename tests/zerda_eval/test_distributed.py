@@ -163,9 +163,7 @@ def _cell_files(output_dir: Path) -> dict[str, dict[str, bytes]]:
 
 
 def _effectiveness(output_dir: Path) -> dict[str, dict]:
-    return {
-        cell: json.loads(files["result.json"])["means"] for cell, files in _cell_files(output_dir).items()
-    }
+    return {cell: json.loads(files["result.json"])["means"] for cell, files in _cell_files(output_dir).items()}
 
 
 def _assert_same_runs(serial_dir: Path, dask_dir: Path, n_cells: int) -> None:
