@@ -323,55 +323,28 @@ def _cells(datasets: list, systems: list, fusions: list, common: dict, source: s
         by_name: dict[str, list[CellSpec]] = {}
         for system in systems:
             for variant in system["variants"]:
-                config = {
-                    "kind": "system",
-                    "dataset": ds,
-                    "system": {
-                        "name": system["name"],
-                        "label": variant["label"],
-                        "family": system["family"],
-                        "params": variant["params"],
-                    },
-                    **common,
-                }
-                cell = CellSpec(
-                    content_hash(config)[:16],
-                    "system",
-                    dataset["label"],
-                    variant["label"],
-                    system["name"],
-                    config,
-                )
+                part = {"name": system["name"], "label": variant["label"], "family": system["family"]}
+                cell = _cell("system", ds, {**part, "params": variant["params"]}, {}, common, dataset["label"])
                 cells.append(cell)
                 for key in {system["name"], variant["label"]}:
                     by_name.setdefault(key, []).append(cell)
         for i, fusion in enumerate(fusions):
             inputs = [_one_cell(by_name, name, f"{source}: fusions[{i}].inputs") for name in fusion["inputs"]]
+            input_ids = [c.cell_id for c in inputs]
             for variant in fusion["variants"]:
-                config = {
-                    "kind": "fusion",
-                    "dataset": ds,
-                    "fusion": {
-                        "name": fusion["name"],
-                        "label": variant["label"],
-                        "method": fusion["method"],
-                        "params": variant["params"],
-                    },
-                    "inputs": [c.cell_id for c in inputs],
-                    **common,
-                }
+                part = {"name": fusion["name"], "label": variant["label"], "method": fusion["method"]}
+                extra = {"inputs": input_ids}
                 cells.append(
-                    CellSpec(
-                        content_hash(config)[:16],
-                        "fusion",
-                        dataset["label"],
-                        variant["label"],
-                        fusion["name"],
-                        config,
-                        tuple(c.cell_id for c in inputs),
-                    )
+                    _cell("fusion", ds, {**part, "params": variant["params"]}, extra, common, dataset["label"])
                 )
     return cells
+
+
+def _cell(kind: str, dataset: dict, part: dict, extra: dict, common: dict, dataset_label: str) -> CellSpec:
+    """One cell: its resolved config (``kind``, dataset, the system or fusion ``part``, ...) and its hash."""
+    config = {"kind": kind, "dataset": dataset, kind: part, **extra, **common}
+    inputs = tuple(extra.get("inputs", ()))
+    return CellSpec(content_hash(config)[:16], kind, dataset_label, part["label"], part["name"], config, inputs)
 
 
 def _one_cell(by_name: dict[str, list[CellSpec]], name: str, where: str) -> CellSpec:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from retrieval.embeddings import EMBEDDERS, EmbedderError, load_embedder
@@ -25,13 +22,3 @@ def test_unknown_name_suggests_the_closest():
 def test_unknown_parameter_lists_the_accepted_ones():
     with pytest.raises(EmbedderError, match=r"'lsa' has no parameter 'dims'; accepted: dim, normalization"):
         load_embedder("lsa", dims=8)
-
-
-def test_importing_the_package_loads_no_model_library():
-    code = (
-        "import sys, retrieval.embeddings\n"
-        "heavy = ['wordllama', 'sklearn', 'model2vec', 'sentence_transformers', 'fastembed', 'torch']\n"
-        "print([m for m in heavy if m in sys.modules])"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"

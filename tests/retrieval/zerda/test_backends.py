@@ -359,7 +359,8 @@ def test_langchain_in_memory_store_as_adapter(corpus):
 def test_importing_the_packages_loads_no_heavy_backend():
     code = (
         "import sys, retrieval.zerda, retrieval.zerda.backends, retrieval.embeddings\n"
-        "heavy = ['chromadb', 'faiss', 'pinecone', 'wordllama', 'sklearn', 'torch']\n"
+        "heavy = ['chromadb', 'faiss', 'pinecone', 'wordllama', 'sklearn', 'torch', 'model2vec',\n"
+        "         'sentence_transformers', 'fastembed']\n"
         "print([m for m in heavy if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
