@@ -1,0 +1,49 @@
+"""The quickstart grid end to end: wall time and peak RSS of `zerda-eval run experiments/quickstart.toml`.
+
+Two runs in fresh subprocesses, each in its own empty working directory (so no run, report or
+embedding cache is reused): the first as on a new machine (numba/ranx caches as they are), the second
+with `--force` after it (warm: kernels compiled, ir_datasets cache seeded). Issue targets: first run
+< 120 s, warm rerun < 45 s. Peak RSS is the child's `ru_maxrss`. Nothing is asserted: the figures
+are printed and kept in pytest-benchmark's JSON.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _run_quickstart(workdir: Path, *extra: str) -> tuple[float, float]:
+    """(wall seconds, peak RSS MB) of one quickstart run in ``workdir``."""
+    shutil.copy(REPO / "experiments" / "quickstart.toml", workdir / "quickstart.toml")
+    env = {**os.environ, "ZERDA_EVAL_DATA": str(REPO.parent / "shared" / "datasets")}
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "zerda_eval", "run", "quickstart.toml", *extra],
+        cwd=workdir,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    wall = time.perf_counter() - start
+    return wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+
+
+def test_quickstart_end_to_end(benchmark, tmp_path):
+    benchmark.group = "quickstart end to end"
+    first_wall, first_rss = _run_quickstart(tmp_path)
+    warm = benchmark.pedantic(_run_quickstart, args=(tmp_path, "--force"), rounds=1, iterations=1)
+    benchmark.extra_info.update(
+        first_run_s=round(first_wall, 1), first_peak_rss_mb=round(first_rss), warm_force_s=round(warm[0], 1)
+    )
+    print(
+        f"\nquickstart: first run {first_wall:.1f} s (target < 120 s), peak RSS {first_rss:.0f} MB; "
+        f"warm --force rerun {warm[0]:.1f} s (target < 45 s)"
+    )
