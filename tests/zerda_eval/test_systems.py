@@ -578,3 +578,44 @@ def test_no_answer_threshold_on_quran_qa() -> None:
             assert answered[qid] == [(NO_ANSWER_ID, 1.0)]
     assert any(r == [(NO_ANSWER_ID, 1.0)] for r in answered.values())
     assert any(r != [(NO_ANSWER_ID, 1.0)] for r in answered.values())
+
+
+# ---------------------------------------------------------------- zerda.vector: VectorRetriever modes as backends
+
+
+@pytest.mark.parametrize("backend", ["in_memory", "faiss", "chroma"])
+def test_zerda_vector_backends_equal_the_adapter(backend: str, cranfield_small: Collection, lsa_small) -> None:
+    adapter = run("zerda.vector", FAST, cranfield_small, 20)
+    other = run("zerda.vector", {**FAST, "backend": backend}, cranfield_small, 20)
+    for qid, text in cranfield_small.queries.items():
+        ids, _ = brute_force(lsa_small, cranfield_small, text)
+        assert [d for d, _ in adapter[qid]] == ids[:20]  # the reference itself matches brute force
+        assert [d for d, _ in other[qid]] == [d for d, _ in adapter[qid]]
+        np.testing.assert_allclose([s for _, s in other[qid]], [s for _, s in adapter[qid]], atol=1e-5)
+
+
+def test_zerda_vector_chroma_persists_in_the_cache_dir_and_reuses_it(tmp_path, english: Collection) -> None:
+    params = {**FAST, "backend": "chroma"}
+    first = build_system("zerda.vector", params)
+    first.index(english, cache_dir=tmp_path)
+    assert (tmp_path / "chroma").is_dir()
+    again = build_system("zerda.vector", params)
+    again.index(english, cache_dir=tmp_path)  # same corpus and embedder: the stored collection, not a second copy
+    assert len(again._retriever._vector_db) == len(english.doc_ids)
+    assert again.search(english.queries, 5) == first.search(english.queries, 5)
+
+
+def test_zerda_vector_db_backends_keep_the_seed_zero_threshold_quirk(cranfield_small: Collection, lsa_small) -> None:
+    """vector_db mode passes ``min_vector_score or None``: at 0.0 negative cosines are kept (adapter drops them)."""
+    depth = len(cranfield_small.doc_ids)
+    text = next(iter(cranfield_small.queries.values()))
+    _, sims = brute_force(lsa_small, cranfield_small, text)
+    faiss_run = run("zerda.vector", {**FAST, "backend": "faiss"}, cranfield_small, depth, {"q": text})["q"]
+    adapter_run = run("zerda.vector", FAST, cranfield_small, depth, {"q": text})["q"]
+    assert len(faiss_run) == depth and len(adapter_run) == sum(s >= 0.0 for s in sims) < depth
+
+
+def test_zerda_vector_unknown_backend_is_a_one_line_config_error() -> None:
+    with pytest.raises(ConfigError) as error:
+        build_system("zerda.vector", {"backend": "pinecone"})
+    assert "\n" not in str(error.value) and "backend" in str(error.value)

@@ -8,6 +8,7 @@ says how many did in the collection.
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -25,9 +26,9 @@ from retrieval.zerda import (
 )
 from retrieval.zerda.config import RRF_ORDERS
 from retrieval.zerda.models import content_hash
-from zerda_eval.errors import ConfigError
+from zerda_eval.errors import ConfigError, RunError
 from zerda_eval.systems.base import ParamSpec, Results, System
-from zerda_eval.systems.encoders import EMBEDDER_PARAMS, MatrixVectorAdapter, corpus_vectors
+from zerda_eval.systems.encoders import EMBEDDER_PARAMS, CorpusVectors, MatrixVectorAdapter, corpus_vectors
 
 BM25_PARAMS = {
     "k1": ParamSpec(1.5, "float", "BM25 term-frequency saturation", minimum=0.0),
@@ -41,9 +42,7 @@ ANALYZER_PARAMS = {
         choices=("none", "light"),
         optional=True,
     ),
-    "stemmer": ParamSpec(
-        None, "str", "PyStemmer (Snowball) language", choices=("english", "arabic"), optional=True
-    ),
+    "stemmer": ParamSpec(None, "str", "PyStemmer (Snowball) language", choices=("english", "arabic"), optional=True),
 }
 
 
@@ -140,12 +139,67 @@ class ZerdaKeyword(System):
         return [(self._doc_ids[row], value / best) for row, value in zip(rows[:k], values[:k], strict=True)]
 
 
-class ZerdaVector(System):
-    """seed 000 ``VectorRetriever`` over precomputed, disk-cached corpus embeddings.
+VECTOR_BACKENDS = ("adapter", "in_memory", "faiss", "chroma")
 
-    The corpus vectors are computed once (``zerda_eval.embedding_cache``) and served through a
-    ``vector_store_adapter`` that scores all documents with one matrix product, for speed; it returns
-    the in-memory mode's hits (cosine, ``min_vector_score``, best first).
+
+def _vector_database(
+    backend: str, vectors: CorpusVectors, params: dict[str, Any], texts: list[str], cache_dir: Path | None
+):
+    """A FAISS (exact ``IndexFlatIP``) or persistent Chroma database that embeds queries with ``vectors``.
+
+    Chroma lives in ``<cache_dir>/chroma`` (else a fresh temporary directory) in a collection named by
+    (embedder, dim, corpus hash), so a cached collection of the same corpus is reused, never mixed.
+    """
+    if backend == "faiss":
+        from retrieval.zerda.backends import FAISSVectorDatabase
+
+        return FAISSVectorDatabase(vectors.embed_query)
+    from retrieval.zerda.backends import ChromaVectorDatabase
+    from zerda_eval.embedding_cache import texts_sha256
+
+    path = cache_dir / "chroma" if cache_dir is not None else Path(tempfile.mkdtemp(prefix="zerda-chroma-"))
+    name = f"zerda-{params['embedder']}-{params['dim']}-{texts_sha256(texts)[:32]}"
+    return ChromaVectorDatabase(vectors.embed_query, path, collection_name=name)
+
+
+def backend_vector_retriever(collection: Any, params: dict[str, Any], cache_dir: Path | None) -> VectorRetriever:
+    """A ``VectorRetriever`` in the mode ``params["backend"]`` names, over the collection's cached embeddings."""
+    backend, min_score = params["backend"], params["min_vector_score"]
+    if backend == "adapter":
+        return vector_retriever(collection, params, min_score, cache_dir)
+    vectors = corpus_vectors(params["embedder"], params["dim"], collection.texts, cache_dir)
+    config = ContextEngineConfig(RetrieverConfig(min_vector_score=min_score))
+    chunks = collection_chunks(collection)
+    if backend == "in_memory":
+        return VectorRetriever(config, chunks=chunks, embeddings=list(vectors.matrix), embed_fn=vectors.embed_query)
+    database = _vector_database(backend, vectors, params, list(collection.texts), cache_dir)
+    retriever = VectorRetriever(config)
+    if len(database) == len(chunks):  # a persisted Chroma collection of this very corpus and embedder
+        retriever.index_vector_db([], database)
+    elif len(database) == 0:
+        retriever.index_vector_db(chunks, database, embeddings=vectors.matrix)  # the cached vectors, no re-embedding
+    else:
+        raise RunError(
+            f"{getattr(database, 'path', backend)}: the vector database holds {len(database)} chunks, "
+            f"expected 0 or {len(chunks)}; delete that directory and run again"
+        )
+    return retriever
+
+
+class ZerdaVector(System):
+    """seed 000 ``VectorRetriever`` over precomputed, disk-cached corpus embeddings, in the mode ``backend`` picks.
+
+    The corpus vectors are computed once (``zerda_eval.embedding_cache``); every backend uses them
+    (none re-embeds the corpus) and embeds queries with the same embedder:
+
+    - ``adapter`` (default): a ``vector_store_adapter`` scoring all documents with one matrix product, for
+      speed; it returns the in-memory mode's hits (cosine, ``min_vector_score``, best first).
+    - ``in_memory``: the seed's own in-memory mode, a Python loop of ``_cosine`` over every chunk.
+    - ``faiss``: native ``vector_db`` mode, ``FAISSVectorDatabase`` (exact inner product on unit vectors).
+    - ``chroma``: native ``vector_db`` mode, a persistent ``ChromaVectorDatabase`` (HNSW, cosine space).
+
+    Seed quirk kept in ``vector_db`` mode: ``min_vector_score`` 0.0 means no threshold (``score or None``),
+    so faiss/chroma may return negative-cosine hits where adapter/in_memory drop them.
     """
 
     family = "zerda.vector"
@@ -153,11 +207,16 @@ class ZerdaVector(System):
     param_specs: ClassVar[dict[str, ParamSpec]] = {
         **EMBEDDER_PARAMS,
         "min_vector_score": ParamSpec(0.0, "float", "drop hits below this cosine", minimum=-1.0, maximum=1.0),
+        "backend": ParamSpec(
+            "adapter",
+            "str",
+            "VectorRetriever mode: adapter (matrix product), in_memory (seed loop), faiss or chroma (vector_db)",
+            choices=VECTOR_BACKENDS,
+        ),
     }
 
     def _index(self, collection: Any, cache_dir: Path | None) -> None:
-        p = self.params
-        self._retriever = vector_retriever(collection, p, p["min_vector_score"], cache_dir)
+        self._retriever = backend_vector_retriever(collection, self.params, cache_dir)
 
     def _search(self, text: str, k: int) -> Results:
         return _to_results(self._retriever.retrieve(text, k))
