@@ -70,9 +70,7 @@ def machine_line() -> str:
             versions.append(f"{library} (not installed)")
     blas = os.environ.get("OPENBLAS_CORETYPE")
     blas_note = f", OPENBLAS_CORETYPE={blas}" if blas else ""
-    return f"{os.cpu_count()} CPUs ({cpu}{blas_note}), Python {platform.python_version()}; " + ", ".join(
-        versions
-    )
+    return f"{os.cpu_count()} CPUs ({cpu}{blas_note}), Python {platform.python_version()}; " + ", ".join(versions)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -46,9 +46,7 @@ def test_evaluate_run(timed, run_and_qrels, system: str) -> None:
         as_dict = {qid: dict(results) for qid, results in run.items()}
 
         def evaluate():  # type: ignore[no-untyped-def]
-            return ranx.evaluate(
-                ranx.Qrels.from_dict(qrels), ranx.Run.from_dict(as_dict), MEASURES, threads=1
-            )
+            return ranx.evaluate(ranx.Qrels.from_dict(qrels), ranx.Run.from_dict(as_dict), MEASURES, threads=1)
 
         role = "peer"
     else:

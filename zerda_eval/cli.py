@@ -70,9 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except Exception:
         traceback.print_exc()
-        print(
-            "zerda-eval: internal error (a bug); please report it with the traceback above", file=sys.stderr
-        )
+        print("zerda-eval: internal error (a bug); please report it with the traceback above", file=sys.stderr)
         return EXIT_ERROR
 
 
@@ -126,9 +124,7 @@ def _report(args: argparse.Namespace) -> int:
     from zerda_eval.report import write_report
 
     if not (args.run_dir / "experiment.json").is_file():
-        raise RunError(
-            f"{args.run_dir}: not a run directory (no experiment.json); give the output_dir of a run"
-        )
+        raise RunError(f"{args.run_dir}: not a run directory (no experiment.json); give the output_dir of a run")
     print(write_report(args.run_dir, args.out or Path("reports") / args.run_dir.name))
     return EXIT_OK
 

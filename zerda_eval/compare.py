@@ -74,9 +74,7 @@ def parse_compare(table: Mapping[str, Any], where: str) -> CompareSpec:
         if not isinstance(value, str):
             raise ConfigError(f"{where}: {key} must be a system name (string), got {value!r}")
         if names and value not in names:
-            raise ConfigError(
-                unknown_value_message(f"system in {key}", value, [n for n in names if n], where)
-            )
+            raise ConfigError(unknown_value_message(f"system in {key}", value, [n for n in names if n], where))
         return value
 
     tests = tuple(compare.get("tests", sig.TESTS))
@@ -91,13 +89,9 @@ def parse_compare(table: Mapping[str, Any], where: str) -> CompareSpec:
         raise ConfigError(f"{where}: compare.alpha must be a number between 0 and 1, got {alpha!r}")
     n_permutations = compare.get("n_permutations", sig.DEFAULT_PERMUTATIONS)
     if not (isinstance(n_permutations, int) and n_permutations >= 1000):
-        raise ConfigError(
-            f"{where}: compare.n_permutations must be an integer >= 1000, got {n_permutations!r}"
-        )
+        raise ConfigError(f"{where}: compare.n_permutations must be an integer >= 1000, got {n_permutations!r}")
     measures = compare.get("measures")
-    if measures is not None and not (
-        isinstance(measures, list) and all(isinstance(m, str) for m in measures)
-    ):
+    if measures is not None and not (isinstance(measures, list) and all(isinstance(m, str) for m in measures)):
         raise ConfigError(f"{where}: compare.measures must be a list of measure names, got {measures!r}")
     depth = rrf_order.get("depth", TOP_DEPTH)
     if not (isinstance(depth, int) and depth >= 1):
@@ -128,9 +122,7 @@ def measure_columns(results: pd.DataFrame, per_query: pd.DataFrame, spec: Compar
         return [m for m in results.columns if m in available] or available
     for measure in spec.measures:
         if measure not in available:
-            raise ConfigError(
-                unknown_value_message("measure in compare.measures", measure, available, "results")
-            )
+            raise ConfigError(unknown_value_message("measure in compare.measures", measure, available, "results"))
     return list(spec.measures)
 
 
@@ -140,9 +132,7 @@ PerQuery = dict[tuple[str, str], dict[str, float]]
 def index_per_query(per_query: pd.DataFrame) -> PerQuery:
     """``{(cell_id, measure): {query_id: value}}`` from the long per-query table (one pass)."""
     return {
-        (str(cell), str(measure)): dict(
-            zip(group["query_id"].astype(str), group["value"].astype(float), strict=True)
-        )
+        (str(cell), str(measure)): dict(zip(group["query_id"].astype(str), group["value"].astype(float), strict=True))
         for (cell, measure), group in per_query.groupby(["cell_id", "measure"], sort=False)
     }
 
@@ -203,9 +193,7 @@ def compare_to_baseline(results: pd.DataFrame, per_query: pd.DataFrame, spec: Co
             if cell["cell_id"] == base_cell:
                 continue
             for measure in measures:
-                aligned = sig.align(
-                    lookup.get((base_cell, measure), {}), lookup.get((cell["cell_id"], measure), {})
-                )
+                aligned = sig.align(lookup.get((base_cell, measure), {}), lookup.get((cell["cell_id"], measure), {}))
                 rows.append(
                     {
                         "dataset": dataset,
@@ -261,14 +249,10 @@ def rrf_order_pairs(results: pd.DataFrame, system: str) -> pd.DataFrame:
     rows = []
     for _, cell in cells.iterrows():
         setting, order = _setting(cell["params"])
-        rows.append(
-            {"dataset": cell["dataset"], "setting": setting, "order": order, "cell_id": cell["cell_id"]}
-        )
+        rows.append({"dataset": cell["dataset"], "setting": setting, "order": order, "cell_id": cell["cell_id"]})
     frame = pd.DataFrame(rows, columns=["dataset", "setting", "order", "cell_id"])
     frame = frame[frame["order"].isin([AS_DOCUMENTED, FIXED])]
-    pairs = frame.pivot_table(
-        index=["dataset", "setting"], columns="order", values="cell_id", aggfunc="first"
-    )
+    pairs = frame.pivot_table(index=["dataset", "setting"], columns="order", values="cell_id", aggfunc="first")
     if AS_DOCUMENTED not in pairs or FIXED not in pairs:
         return pd.DataFrame(columns=["dataset", "setting", AS_DOCUMENTED, FIXED])
     return pairs.dropna().reset_index()[["dataset", "setting", AS_DOCUMENTED, FIXED]]
@@ -308,9 +292,7 @@ def rrf_order_study(
         fixed = read_trec(Path(run_dir) / "cells" / pair[FIXED] / "run.trec")
         changed, tau = ranking_agreement(documented, fixed, spec.rrf_order_depth)
         for measure in measures:
-            aligned = sig.align(
-                lookup.get((pair[AS_DOCUMENTED], measure), {}), lookup.get((pair[FIXED], measure), {})
-            )
+            aligned = sig.align(lookup.get((pair[AS_DOCUMENTED], measure), {}), lookup.get((pair[FIXED], measure), {}))
             if measure == measures[0]:
                 deltas_by_dataset.setdefault(pair["dataset"], []).append(
                     pd.Series(aligned.delta, index=aligned.query_ids)
@@ -334,11 +316,7 @@ def rrf_order_study(
                 "kendall_tau": float(primary["kendall_tau"].mean()),
                 "significant_settings": int(primary[f"significant_{spec.tests[0]}"].sum()),
             }
-            | {
-                k: v
-                for k, v in _test_pair(aligned, spec).items()
-                if k not in ("mean_baseline", "mean_system")
-            }
+            | {k: v for k, v in _test_pair(aligned, spec).items() if k not in ("mean_baseline", "mean_system")}
         )
     per_dataset = pd.DataFrame(datasets).assign(measure=measures[0])
     per_dataset = _correct_family(per_dataset, "measure", spec)
@@ -370,13 +348,9 @@ def study_verdict(datasets: pd.DataFrame, measure: str, spec: CompareSpec) -> st
         "between the two rankings (1 = same order).",
     ]
     if len(significant) == 0:
-        lines.append(
-            "The documented bug therefore reorders results without a measurable effect on quality here."
-        )
+        lines.append("The documented bug therefore reorders results without a measurable effect on quality here.")
     elif len(gains) > len(losses):
         lines.append('The documented bug therefore costs measurable quality: use rrf_order = "fixed".')
     else:
-        lines.append(
-            "Fixing the bug does not help on balance here: the RRF bonus mostly hurts these datasets."
-        )
+        lines.append("Fixing the bug does not help on balance here: the RRF bonus mostly hurts these datasets.")
     return " ".join(lines)

@@ -88,9 +88,7 @@ class Experiment:
             if cell.cell_id in wanted:
                 wanted.update(cell.inputs)
         cells = [c for c in self.cells if c.cell_id in wanted]
-        return Experiment(
-            self.path, self.name, self.output_dir, self.cache_dir, self.resolved, self.config_hash, cells
-        )
+        return Experiment(self.path, self.name, self.output_dir, self.cache_dir, self.resolved, self.config_hash, cells)
 
 
 def canonical_json(value: Any) -> str:
@@ -149,17 +147,11 @@ def resolve_experiment(raw: Mapping[str, Any], source: str) -> Experiment:
         "conventions": CONVENTIONS,
         "versions": library_versions(),
     }
-    datasets = [
-        _dataset(entry, f"{source}: datasets[{i}]") for i, entry in enumerate(_array(raw, "datasets", source))
-    ]
+    datasets = [_dataset(entry, f"{source}: datasets[{i}]") for i, entry in enumerate(_array(raw, "datasets", source))]
     _unique([d["label"] for d in datasets], f"{source}: datasets", "dataset")
-    systems = [
-        _system(entry, f"{source}: systems[{i}]") for i, entry in enumerate(_array(raw, "systems", source))
-    ]
+    systems = [_system(entry, f"{source}: systems[{i}]") for i, entry in enumerate(_array(raw, "systems", source))]
     _unique([s["name"] for s in systems], f"{source}: systems", "system name")
-    fusions = [
-        _fusion(e, f"{source}: fusions[{i}]") for i, e in enumerate(_array(raw, "fusions", source, False))
-    ]
+    fusions = [_fusion(e, f"{source}: fusions[{i}]") for i, e in enumerate(_array(raw, "fusions", source, False))]
     _unique(
         [s["name"] for s in systems] + [f["name"] for f in fusions],
         f"{source}: fusions",
@@ -204,25 +196,17 @@ def _dataset(entry: Any, where: str) -> dict[str, Any]:
         return _dataset_options(entry, given, max_queries, BUNDLED_IDS, USER_OPTIONS, resolve_options, where)
     except ConfigError as exc:
         message = str(exc)
-        raise ConfigError(
-            message if message.startswith(where.split(":")[0]) else f"{where}: {message}"
-        ) from None
+        raise ConfigError(message if message.startswith(where.split(":")[0]) else f"{where}: {message}") from None
 
 
-def _dataset_options(
-    entry, given, max_queries, bundled, user_options, resolve_options, where
-) -> dict[str, Any]:
+def _dataset_options(entry, given, max_queries, bundled, user_options, resolve_options, where) -> dict[str, Any]:
     if "path" in given:
-        dataset_id = _string(
-            entry.get("name") or entry.get("id") or Path(str(given["path"])).name, f"{where}.name"
-        )
+        dataset_id = _string(entry.get("name") or entry.get("id") or Path(str(given["path"])).name, f"{where}.name")
         options = resolve_options(dataset_id, given, extra=user_options)
         options["fingerprint"] = _folder_fingerprint(Path(str(given["path"])), where)
     else:
         if "id" not in entry:
-            raise ConfigError(
-                f"{where}: missing key 'id' (a dataset id such as \"beir/scifact/test\") or 'path'"
-            )
+            raise ConfigError(f"{where}: missing key 'id' (a dataset id such as \"beir/scifact/test\") or 'path'")
         dataset_id = _string(entry["id"], f"{where}.id")
         _check_dataset_id(dataset_id, bundled, where)
         options = resolve_options(dataset_id, given, extra=() if dataset_id in bundled else ("language",))
@@ -296,9 +280,7 @@ def _fusion(entry: Any, where: str) -> dict[str, Any]:
         resolved = resolve_fusion_params(method, {**params, **combo}, f"{where}.params")
         weights = resolved.get("weights")
         if weights is not None and len(weights) != len(inputs):
-            raise ConfigError(
-                f"{where}.params.weights: {len(weights)} weights for {len(inputs)} inputs; give one each"
-            )
+            raise ConfigError(f"{where}.params.weights: {len(weights)} weights for {len(inputs)} inputs; give one each")
         if weights is not None and not all(math.isfinite(w) and w >= 0 for w in weights):
             raise ConfigError(f"{where}.params.weights: weights must be finite numbers >= 0, got {weights!r}")
         variants.append({"label": _label(name, combo), "params": resolved})
@@ -402,9 +384,7 @@ def _measures(value: Any, depth: int, source: str) -> list[str]:
             )
         cutoff = int(measure.split("@")[1])
         if cutoff > depth:
-            raise ConfigError(
-                f"{where}: {measure} needs a run of depth >= {cutoff}; raise [experiment].depth"
-            )
+            raise ConfigError(f"{where}: {measure} needs a run of depth >= {cutoff}; raise [experiment].depth")
     _unique(value, where, "measure")
     return list(value)
 

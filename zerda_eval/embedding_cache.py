@@ -44,9 +44,7 @@ def cache_key(embedder: Embedder, texts: Sequence[str]) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def embed_corpus(
-    embedder: Embedder, texts: Sequence[str], cache_dir: str | Path, mmap: bool = False
-) -> np.ndarray:
+def embed_corpus(embedder: Embedder, texts: Sequence[str], cache_dir: str | Path, mmap: bool = False) -> np.ndarray:
     """Embeddings of ``texts`` (float32, ``(len(texts), embedder.dim)``), from the cache when present.
 
     ``embedder.fit(texts)`` always runs first: a corpus-fitted embedder (LSA) must be fitted on this

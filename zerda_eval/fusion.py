@@ -41,9 +41,7 @@ WEIGHT_STEP = 0.1
 
 _K = ParamSpec(60, "int", "RRF constant k: an item at 1-based rank r adds weight / (k + r)", minimum=0)
 _WEIGHTS = ParamSpec(None, "floats", "one weight per input run; none = 1.0 each", minimum=0.0, optional=True)
-_TOP_K = ParamSpec(
-    None, "int", "keep the best top_k documents per query; none keeps all", positive=True, optional=True
-)
+_TOP_K = ParamSpec(None, "int", "keep the best top_k documents per query; none keeps all", positive=True, optional=True)
 _NORM = "score normalisation of each input before fusing"
 
 FUSION_METHODS: dict[str, dict[str, ParamSpec]] = {
@@ -92,9 +90,7 @@ def resolve_fusion_params(method: str, params: Mapping[str, Any], where: str = "
             raise ConfigError(unknown_value_message(f"parameter of fusion {method!r}", key, spec, where))
     resolved: dict[str, Any] = {"method": method}
     for key, param in spec.items():
-        resolved[key] = (
-            param.check(params[key], f"{where}: {method}.{key}") if key in params else param.default
-        )
+        resolved[key] = param.check(params[key], f"{where}: {method}.{key}") if key in params else param.default
     return resolved
 
 
@@ -117,9 +113,7 @@ def fuse_runs(method: str, runs: Sequence[Mapping[str, Ranking]], **params: Any)
     if method in _RANX_METHOD:
         fused = _fuse_with_ranx(method, aligned, resolved)
     elif method == "rrf":
-        fused = {
-            qid: rrf_scores([_ids(r[qid]) for r in aligned], weights, resolved["k"]) for qid in query_ids
-        }
+        fused = {qid: rrf_scores([_ids(r[qid]) for r in aligned], weights, resolved["k"]) for qid in query_ids}
     elif method == "pipeline_rrf":
         fused = {qid: _pipeline_rrf([r[qid] for r in aligned], weights, resolved["k"]) for qid in query_ids}
     else:
@@ -137,9 +131,7 @@ def _ids(ranking: Ranking) -> list[str]:
     return [doc_id for doc_id, _ in ranking]
 
 
-def _fuse_with_ranx(
-    method: str, runs: list[RunDict], resolved: dict[str, Any]
-) -> dict[str, dict[str, float]]:
+def _fuse_with_ranx(method: str, runs: list[RunDict], resolved: dict[str, Any]) -> dict[str, dict[str, float]]:
     from numba.core.errors import NumbaTypeSafetyWarning
     from ranx import Run, fuse
 
@@ -189,9 +181,7 @@ def zerda_scores(
     per_input = [_normalise(r, norm) for r in rankings]
     composite: dict[str, float] = {}
     for doc_id in dict.fromkeys(d for r in rankings for d, _ in r):
-        composite[doc_id] = sum(
-            w * scores.get(doc_id, 0.0) for w, scores in zip(weights, per_input, strict=True)
-        )
+        composite[doc_id] = sum(w * scores.get(doc_id, 0.0) for w, scores in zip(weights, per_input, strict=True))
     if rrf_order == FIXED:
         rrf = rrf_scores([_ids(r) for r in rankings], k=k)
         top = max(rrf.values(), default=0.0)
@@ -201,15 +191,11 @@ def zerda_scores(
     return composite
 
 
-def _fuse_zerda(
-    runs: list[RunDict], query_ids: list[str], resolved: dict[str, Any]
-) -> dict[str, dict[str, float]]:
+def _fuse_zerda(runs: list[RunDict], query_ids: list[str], resolved: dict[str, Any]) -> dict[str, dict[str, float]]:
     seed_weights = [RetrieverConfig.vector_weight, RetrieverConfig.keyword_weight]
     weights = resolved["weights"] or (seed_weights if len(runs) == 2 else [1.0] * len(runs))
     return {
-        qid: zerda_scores(
-            [r[qid] for r in runs], weights, resolved["rrf_order"], resolved["k"], resolved["norm"]
-        )
+        qid: zerda_scores([r[qid] for r in runs], weights, resolved["rrf_order"], resolved["k"], resolved["norm"])
         for qid in query_ids
     }
 
@@ -230,14 +216,10 @@ def optimise_fusion(
     from ranx import Qrels, Run, optimize_fusion
 
     if method not in ("wsum", "rrf"):
-        raise ConfigError(
-            f"optimise_fusion: method {method!r} has no ranx optimiser here; use 'wsum' or 'rrf'"
-        )
+        raise ConfigError(f"optimise_fusion: method {method!r} has no ranx optimiser here; use 'wsum' or 'rrf'")
     queries = sorted(q for q in qrels if qrels[q] and all(run.get(q) for run in runs))
     if not queries:
-        raise ConfigError(
-            "optimise_fusion: no judged query is answered by every run; check the run query ids"
-        )
+        raise ConfigError("optimise_fusion: no judged query is answered by every run; check the run query ids")
     ranx_runs = [Run({q: dict(sort_ranking(run[q])) for q in queries}) for run in runs]
     ranx_qrels = Qrels({q: dict(qrels[q]) for q in queries})
     options = {"step": step} if method == "wsum" else {}

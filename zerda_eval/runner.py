@@ -88,9 +88,7 @@ def run_cell(
     try:
         atomic_write_text(directory / "run.trec", format_trec(run))
         atomic_write_text(directory / "per_query.csv", _per_query_csv(per_query))
-        atomic_write_text(
-            directory / "result.json", json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False)
-        )
+        atomic_write_text(directory / "result.json", json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False))
     except RunError:
         shutil.rmtree(directory, ignore_errors=True)  # no half-written cell: a rerun redoes it whole
         raise
@@ -175,9 +173,7 @@ def write_tables(output_dir: Path, table: pd.DataFrame, results: list[Mapping[st
     atomic_write_bytes(output_dir / "results.parquet", _parquet(table))
     frames = []
     for result in results:
-        per_query = pd.read_csv(
-            cell_dir(output_dir, result["cell_id"]) / "per_query.csv", dtype={"query_id": str}
-        )
+        per_query = pd.read_csv(cell_dir(output_dir, result["cell_id"]) / "per_query.csv", dtype={"query_id": str})
         per_query.insert(0, "system", result["system"])
         per_query.insert(0, "dataset", result["dataset"])
         per_query.insert(0, "cell_id", result["cell_id"])
@@ -274,9 +270,7 @@ def _fuse(cell: CellSpec, output_dir: Path, queries: dict[str, str]) -> tuple[di
     for input_id in cell.inputs:
         path = cell_dir(output_dir, input_id) / "run.trec"
         if load_result(output_dir, input_id) is None:
-            raise RunError(
-                f"fusion {cell.label!r}: input cell {input_id} has no finished run; rerun without --only"
-            )
+            raise RunError(f"fusion {cell.label!r}: input cell {input_id} has no finished run; rerun without --only")
         runs.append(read_trec(path))
     spec = cell.config["fusion"]
     params = {k: v for k, v in spec["params"].items() if k != "method"}

@@ -150,9 +150,7 @@ def bootstrap_ci(
     means = np.empty(n_resamples)
     for start in range(0, n_resamples, _BATCH):
         size = min(_BATCH, n_resamples - start)
-        means[start : start + size] = values[rng.integers(0, values.size, size=(size, values.size))].mean(
-            axis=1
-        )
+        means[start : start + size] = values[rng.integers(0, values.size, size=(size, values.size))].mean(axis=1)
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
     return float(low), float(high)

@@ -48,9 +48,7 @@ def _sift_down(heap_scores, heap_docs, size, pos):  # type: ignore[no-untyped-de
         if child >= size:
             return
         right = child + 1
-        if right < size and _worse(
-            heap_scores[right], heap_docs[right], heap_scores[child], heap_docs[child]
-        ):
+        if right < size and _worse(heap_scores[right], heap_docs[right], heap_scores[child], heap_docs[child]):
             child = right
         if not _worse(heap_scores[child], heap_docs[child], heap_scores[pos], heap_docs[pos]):
             return

@@ -106,20 +106,14 @@ class DenseIndex:
         """Top ``k`` rows per query by cosine: ``(indices int64, scores float32)``, shape (m, min(k, n))."""
         queries = normalize_rows(query_vectors)
         if queries.shape[1] != self.dim:
-            raise ValueError(
-                f"DenseIndex holds {self.dim}-dimensional vectors, got queries of {queries.shape[1]}"
-            )
+            raise ValueError(f"DenseIndex holds {self.dim}-dimensional vectors, got queries of {queries.shape[1]}")
         width = max(0, min(k, len(self)))
         if width == 0:
             return np.empty((len(queries), 0), dtype=np.int64), np.empty((len(queries), 0), dtype=np.float32)
         if self._faiss_index is not None:
             scores, indices = self._faiss_index.search(queries, width)
             order = np.lexsort((indices, -scores), axis=1)
-            return np.take_along_axis(indices, order, 1).astype(np.int64), np.take_along_axis(
-                scores, order, 1
-            )
+            return np.take_along_axis(indices, order, 1).astype(np.int64), np.take_along_axis(scores, order, 1)
         batch = max(1, MAX_BATCH_CELLS // len(self))
-        parts = [
-            top_k_rows(queries[i : i + batch] @ self.vectors.T, width) for i in range(0, len(queries), batch)
-        ]
+        parts = [top_k_rows(queries[i : i + batch] @ self.vectors.T, width) for i in range(0, len(queries), batch)]
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])

@@ -24,7 +24,7 @@ _ARABIC_LETTER_FORMS = str.maketrans(
         "\u0623": "\u0627",  # alef with hamza above -> alef
         "\u0625": "\u0627",  # alef with hamza below -> alef
         "\u0671": "\u0627",  # alef wasla -> alef
-        "\u0649": "\u064A",  # alef maksura -> yaa
+        "\u0649": "\u064a",  # alef maksura -> yaa
         "\u0629": "\u0647",  # taa marbuta -> haa
     }
 )

@@ -53,9 +53,7 @@ class SentenceTransformerEmbedder(BaseEmbedder):
         try:
             self._model = st.SentenceTransformer(str(path), device=device, local_files_only=True)
         except Exception as exc:
-            raise EmbedderUnavailable(
-                f"sentence-transformers cannot load {str(path)!r}: {first_line(exc)}"
-            ) from exc
+            raise EmbedderUnavailable(f"sentence-transformers cannot load {str(path)!r}: {first_line(exc)}") from exc
         self.name = "sentence-transformers"
         self.dim = int(self._model.get_sentence_embedding_dimension())
         self.batch_size = batch_size
@@ -68,9 +66,7 @@ class SentenceTransformerEmbedder(BaseEmbedder):
 class FastEmbedEmbedder(BaseEmbedder):
     """A fastembed ONNX model: ``model`` is its fastembed name; ``path`` a local copy of its files."""
 
-    def __init__(
-        self, model: str, path: str | None = None, cache_dir: str | None = None, batch_size: int = 64
-    ):
+    def __init__(self, model: str, path: str | None = None, cache_dir: str | None = None, batch_size: int = 64):
         check_positive_int("fastembed batch_size", batch_size)
         fastembed = import_optional("fastembed", "fastembed")
         if path is not None and not Path(path).expanduser().exists():

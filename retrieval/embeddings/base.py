@@ -45,14 +45,12 @@ def finish_embeddings(matrix: Any, n_texts: int, dim: int, name: str) -> np.ndar
     matrix = np.asarray(matrix, dtype=np.float32)
     if matrix.shape != (n_texts, dim):
         raise EmbedderError(
-            f"embedder {name!r} returned shape {matrix.shape} for {n_texts} texts; "
-            f"expected ({n_texts}, {dim})"
+            f"embedder {name!r} returned shape {matrix.shape} for {n_texts} texts; expected ({n_texts}, {dim})"
         )
     bad_rows = np.flatnonzero(~np.isfinite(matrix).all(axis=1))
     if bad_rows.size:
         raise EmbedderError(
-            f"embedder {name!r} returned NaN or infinite values for text #{bad_rows[0]} "
-            f"({bad_rows.size} texts in all)"
+            f"embedder {name!r} returned NaN or infinite values for text #{bad_rows[0]} ({bad_rows.size} texts in all)"
         )
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     # Rows already of unit length are left bit for bit as they are, so checking twice changes nothing.

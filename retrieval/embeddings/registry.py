@@ -35,7 +35,6 @@ def load_embedder(name: str, **params: Any) -> Embedder:
     unknown = sorted(set(params) - set(accepted))
     if unknown:
         raise EmbedderError(
-            f"embedder {name!r} has no parameter {', '.join(map(repr, unknown))}; "
-            f"accepted: {', '.join(accepted)}"
+            f"embedder {name!r} has no parameter {', '.join(map(repr, unknown))}; accepted: {', '.join(accepted)}"
         )
     return cls(**params)

@@ -57,9 +57,7 @@ def _load_model(dim: int):
         raise EmbedderUnavailable("wordllama is not installed; pip install wordllama") from exc
     package_dir = Path(wordllama.__file__).parent
     try:
-        return WordLlama.load(
-            cache_dir=package_dir, disable_download=True, trunc_dim=None if dim == FULL_DIM else dim
-        )
+        return WordLlama.load(cache_dir=package_dir, disable_download=True, trunc_dim=None if dim == FULL_DIM else dim)
     except (FileNotFoundError, OSError) as exc:
         raise EmbedderUnavailable(
             f"wordllama weights not found under {package_dir} ({first_line(exc)}); reinstall wordllama>=0.4"

@@ -38,9 +38,7 @@ class AsyncDenseRetriever:
         """Store pre-embedded items: each needs ``metadata["embedding"]``."""
         missing = [item.id for item in items if "embedding" not in item.metadata]
         if missing:
-            raise RetrieverError(
-                f"items {missing} have no metadata['embedding']; add one or use `await aindex(items)`"
-            )
+            raise RetrieverError(f"items {missing} have no metadata['embedding']; add one or use `await aindex(items)`")
         for item in items:
             self._store(item, item.metadata["embedding"])
 
@@ -69,9 +67,7 @@ class AsyncHybridRetriever:
     failing -> ``RetrieverError``.
     """
 
-    def __init__(
-        self, retrievers: list[AsyncDenseRetriever], weights: list[float] | None = None, k: int = 60
-    ) -> None:
+    def __init__(self, retrievers: list[AsyncDenseRetriever], weights: list[float] | None = None, k: int = 60) -> None:
         if not retrievers:
             raise RetrieverError("AsyncHybridRetriever needs at least one retriever")
         check_weights(weights, len(retrievers))
@@ -80,9 +76,7 @@ class AsyncHybridRetriever:
         self.k = k
 
     async def aretrieve(self, query: QueryBundle, top_k: int = 10) -> list[ContextItem]:
-        results = await asyncio.gather(
-            *(r.aretrieve(query, top_k) for r in self.retrievers), return_exceptions=True
-        )
+        results = await asyncio.gather(*(r.aretrieve(query, top_k) for r in self.retrievers), return_exceptions=True)
         return fuse_surviving(list(results), self.weights, self.k, top_k)
 
 
@@ -92,9 +86,7 @@ class AsyncCrossEncoderReranker:
     def __init__(self, score_fn: Callable[[str, str], Awaitable[float]]) -> None:
         self.score_fn = score_fn
 
-    async def arerank(
-        self, query: QueryBundle, items: list[ContextItem], top_k: int = 10
-    ) -> list[ContextItem]:
+    async def arerank(self, query: QueryBundle, items: list[ContextItem], top_k: int = 10) -> list[ContextItem]:
         raw = await asyncio.gather(*(self.score_fn(query.query_str, item.content) for item in items))
         return cut(rescore_sorted(items, raw, "rerank_score", rerank_method="cross_encoder"), top_k)
 
@@ -109,13 +101,9 @@ class AsyncCohereReranker:
     def __init__(self, rerank_fn: Callable[[str, list[str], int], Awaitable[list[int]]]) -> None:
         self.rerank_fn = rerank_fn
 
-    async def arerank(
-        self, query: QueryBundle, items: list[ContextItem], top_k: int = 10
-    ) -> list[ContextItem]:
+    async def arerank(self, query: QueryBundle, items: list[ContextItem], top_k: int = 10) -> list[ContextItem]:
         if not items:
             return []
         indices = await self.rerank_fn(query.query_str, [item.content for item in items], top_k)
         chosen = pick_by_index(items, indices, "rerank_fn")
-        return cut(
-            [rescored(item, item.score, rerank_rank=rank) for rank, item in enumerate(chosen, start=1)], top_k
-        )
+        return cut([rescored(item, item.score, rerank_rank=rank) for rank, item in enumerate(chosen, start=1)], top_k)

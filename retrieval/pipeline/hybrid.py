@@ -17,9 +17,7 @@ def check_weights(weights: list[float] | None, n_retrievers: int) -> None:
     if weights is None:
         return
     if len(weights) != n_retrievers:
-        raise RetrieverError(
-            f"{len(weights)} weights for {n_retrievers} retrievers; give one weight per retriever"
-        )
+        raise RetrieverError(f"{len(weights)} weights for {n_retrievers} retrievers; give one weight per retriever")
     if any(w < 0 for w in weights):
         raise RetrieverError(f"weights must be >= 0, got {weights}")
 
@@ -34,9 +32,7 @@ def fuse_surviving(
             logger.warning("sub-retriever %d failed and is skipped: %s", i, result)
     if not kept:
         raise RetrieverError(f"all {len(results)} sub-retrievers failed; first error: {results[0]}")
-    return rrf_fuse(
-        [results[i] for i in kept], None if weights is None else [weights[i] for i in kept], k, top_k
-    )
+    return rrf_fuse([results[i] for i in kept], None if weights is None else [weights[i] for i in kept], k, top_k)
 
 
 class HybridRetriever:
@@ -47,9 +43,7 @@ class HybridRetriever:
     are ``rrf_fuse``'s: normalised RRF scores, ``metadata["retrieval_method"] == "rrf"``.
     """
 
-    def __init__(
-        self, retrievers: list[Retriever], rrf_k: int = 60, weights: list[float] | None = None
-    ) -> None:
+    def __init__(self, retrievers: list[Retriever], rrf_k: int = 60, weights: list[float] | None = None) -> None:
         if not retrievers:
             raise RetrieverError("HybridRetriever needs at least one retriever")
         check_weights(weights, len(retrievers))

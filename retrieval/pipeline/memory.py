@@ -89,8 +89,7 @@ class ScoredMemoryRetriever:
         entries = [
             e
             for e in self.store.list_all()
-            if (user_id is None or e.user_id == user_id)
-            and (memory_type is None or e.memory_type == memory_type)
+            if (user_id is None or e.user_id == user_id) and (memory_type is None or e.memory_type == memory_type)
         ]
         relevance = self._relevance(query, entries)
         now = self.clock()
@@ -102,9 +101,7 @@ class ScoredMemoryRetriever:
                 "importance": entry.importance,
             }
             signals["composite"] = (
-                self.alpha * signals["recency"]
-                + self.beta * signals["relevance"]
-                + self.gamma * signals["importance"]
+                self.alpha * signals["recency"] + self.beta * signals["relevance"] + self.gamma * signals["importance"]
             )
             scored.append((entry, signals))
         scored.sort(key=lambda pair: -pair[1]["composite"])

@@ -24,9 +24,7 @@ class Reranker(Protocol):
 
 @runtime_checkable
 class AsyncReranker(Protocol):
-    async def arerank(
-        self, query: QueryBundle, items: list[ContextItem], top_k: int = 10
-    ) -> list[ContextItem]: ...
+    async def arerank(self, query: QueryBundle, items: list[ContextItem], top_k: int = 10) -> list[ContextItem]: ...
 
 
 @runtime_checkable
@@ -45,9 +43,7 @@ class Tokenizer(Protocol):
 class VectorStore(Protocol):
     """Embeddings by item id; ``search`` returns ``(item_id, similarity)`` best first."""
 
-    def add_embedding(
-        self, item_id: str, embedding: list[float], metadata: dict[str, Any] | None = None
-    ) -> None: ...
+    def add_embedding(self, item_id: str, embedding: list[float], metadata: dict[str, Any] | None = None) -> None: ...
 
     def search(self, query_embedding: list[float], top_k: int = 10) -> list[tuple[str, float]]: ...
 

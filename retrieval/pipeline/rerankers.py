@@ -56,9 +56,7 @@ class CrossEncoderReranker:
         self.score_fn = score_fn
         self.top_k = top_k
 
-    def rerank(
-        self, query: QueryBundle, items: list[ContextItem], top_k: int | None = 10
-    ) -> list[ContextItem]:
+    def rerank(self, query: QueryBundle, items: list[ContextItem], top_k: int | None = 10) -> list[ContextItem]:
         raw = [self.score_fn(query.query_str, item.content) for item in items]
         return cut(
             rescore_sorted(items, raw, "rerank_score", rerank_method="cross_encoder"),
@@ -72,23 +70,17 @@ class CohereReranker:
     Items not returned by the callback are dropped; the result is sorted by the callback's scores.
     """
 
-    def __init__(
-        self, rerank_fn: Callable[[str, list[str], int], list[tuple[int, float]]], top_k: int = 10
-    ) -> None:
+    def __init__(self, rerank_fn: Callable[[str, list[str], int], list[tuple[int, float]]], top_k: int = 10) -> None:
         self.rerank_fn = rerank_fn
         self.top_k = top_k
 
-    def rerank(
-        self, query: QueryBundle, items: list[ContextItem], top_k: int | None = 10
-    ) -> list[ContextItem]:
+    def rerank(self, query: QueryBundle, items: list[ContextItem], top_k: int | None = 10) -> list[ContextItem]:
         k = self.top_k if top_k is None else top_k
         if not items:
             return []
         pairs = self.rerank_fn(query.query_str, [item.content for item in items], k)
         chosen = pick_by_index(items, [i for i, _ in pairs], "rerank_fn")
-        return cut(
-            rescore_sorted(chosen, [score for _, score in pairs], "rerank_score", rerank_method="cohere"), k
-        )
+        return cut(rescore_sorted(chosen, [score for _, score in pairs], "rerank_score", rerank_method="cohere"), k)
 
 
 def _import_flashrank() -> Any:
@@ -138,14 +130,10 @@ class FlashRankReranker:
             try:
                 self._ranker = flashrank.Ranker(model_name=self.model_name, cache_dir=cache_dir)
             except Exception as exc:  # unreadable or partial model files
-                raise RetrieverError(
-                    f"flashrank could not load {self.model_name!r} from {cache_dir}: {exc}"
-                ) from exc
+                raise RetrieverError(f"flashrank could not load {self.model_name!r} from {cache_dir}: {exc}") from exc
         return self._ranker
 
-    def rerank(
-        self, query: QueryBundle, items: list[ContextItem], top_k: int | None = 10
-    ) -> list[ContextItem]:
+    def rerank(self, query: QueryBundle, items: list[ContextItem], top_k: int | None = 10) -> list[ContextItem]:
         if not items:
             return []
         ranker = self._get_ranker()
@@ -169,9 +157,7 @@ class RoundRobinReranker:
     def __init__(self, top_k: int = 10) -> None:
         self.top_k = top_k
 
-    def rerank(
-        self, query: QueryBundle, items: list[ContextItem], top_k: int | None = 10
-    ) -> list[ContextItem]:
+    def rerank(self, query: QueryBundle, items: list[ContextItem], top_k: int | None = 10) -> list[ContextItem]:
         ranked = [item for item, _ in rank_by(items, [item.score for item in items])]
         return cut(ranked, self.top_k if top_k is None else top_k)
 
@@ -193,9 +179,7 @@ class RerankerPipeline:
         self.rerankers = rerankers
         self.top_k = top_k
 
-    def rerank(
-        self, query: QueryBundle, items: list[ContextItem], top_k: int | None = 10
-    ) -> list[ContextItem]:
+    def rerank(self, query: QueryBundle, items: list[ContextItem], top_k: int | None = 10) -> list[ContextItem]:
         for reranker in self.rerankers:
             items = reranker.rerank(query, items, len(items))
         return cut(items, self.top_k if top_k is None else top_k)

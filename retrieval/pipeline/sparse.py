@@ -63,6 +63,4 @@ class SparseRetriever:
         if not ranked:
             return []
         best = ranked[0][1]
-        return cut(
-            [rescored(item, s / best, bm25_score=s, retrieval_method="sparse") for item, s in ranked], top_k
-        )
+        return cut([rescored(item, s / best, bm25_score=s, retrieval_method="sparse") for item, s in ranked], top_k)

@@ -32,14 +32,10 @@ class InMemoryVectorStore:
         """Dimension of the stored embeddings, ``None`` while empty."""
         return len(next(iter(self._vectors.values()))) if self._vectors else None
 
-    def add_embedding(
-        self, item_id: str, embedding: list[float], metadata: dict[str, Any] | None = None
-    ) -> None:
+    def add_embedding(self, item_id: str, embedding: list[float], metadata: dict[str, Any] | None = None) -> None:
         dim = self.dim
         if dim is not None and len(embedding) != dim:
-            raise RetrieverError(
-                f"embedding of item {item_id!r} has dimension {len(embedding)}, store has {dim}"
-            )
+            raise RetrieverError(f"embedding of item {item_id!r} has dimension {len(embedding)}, store has {dim}")
         self._vectors[item_id] = list(embedding)
         self._metadata[item_id] = dict(metadata or {})
 
@@ -47,9 +43,7 @@ class InMemoryVectorStore:
         dim = self.dim
         if dim is not None and len(query_embedding) != dim:
             raise RetrieverError(f"query embedding has dimension {len(query_embedding)}, store has {dim}")
-        scored = [
-            (item_id, float(self.similarity_fn(query_embedding, v))) for item_id, v in self._vectors.items()
-        ]
+        scored = [(item_id, float(self.similarity_fn(query_embedding, v))) for item_id, v in self._vectors.items()]
         scored.sort(key=lambda pair: -pair[1])
         return scored[: max(top_k, 0)]
 

@@ -38,9 +38,7 @@ class StoredChunk:
 
 def chunk_doc_id(chunk: Any) -> str:
     """``chunk.doc_id``, else its metadata's ``doc_id``, else ``chunk.id``, else ``""``."""
-    doc_id = getattr(chunk, "doc_id", None) or chunk_metadata_dict(getattr(chunk, "metadata", None)).get(
-        "doc_id"
-    )
+    doc_id = getattr(chunk, "doc_id", None) or chunk_metadata_dict(getattr(chunk, "metadata", None)).get("doc_id")
     return str(doc_id or getattr(chunk, "id", None) or "")
 
 
@@ -98,9 +96,7 @@ def _batch_embed_fn(embedder: Any) -> Callable[[list[str]], np.ndarray]:
         return embedder.embed
     if callable(embedder):
         return lambda texts: np.stack([np.asarray(embedder(text), dtype=np.float32) for text in texts])
-    raise TypeError(
-        f"embedder must be an Embedder or a text -> vector callable, got {type(embedder).__name__}"
-    )
+    raise TypeError(f"embedder must be an Embedder or a text -> vector callable, got {type(embedder).__name__}")
 
 
 class VectorDatabaseBase(ABC):
@@ -115,9 +111,7 @@ class VectorDatabaseBase(ABC):
         """Store ``chunks``; vectors come from ``embeddings`` (one row per chunk) or the embedder."""
 
     @abstractmethod
-    def search(
-        self, query: str, top_k: int = 5, score_threshold: float | None = None, **filters: Any
-    ) -> ScoredPairs:
+    def search(self, query: str, top_k: int = 5, score_threshold: float | None = None, **filters: Any) -> ScoredPairs:
         """``[(chunk, cosine), ...]`` best first, at most ``top_k``, none below ``score_threshold``."""
 
     @abstractmethod
@@ -157,9 +151,7 @@ class ChromaVectorDatabase(VectorDatabaseBase):
         from chromadb.config import Settings
 
         self.path = Path(path)
-        self._client = chromadb.PersistentClient(
-            path=str(self.path), settings=Settings(anonymized_telemetry=False)
-        )
+        self._client = chromadb.PersistentClient(path=str(self.path), settings=Settings(anonymized_telemetry=False))
         self._collection = self._client.get_or_create_collection(
             collection_name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
         )
@@ -313,9 +305,7 @@ class PineconeVectorDatabase(VectorDatabaseBase):
 
             api_key = self._api_key or os.environ.get("PINECONE_API_KEY")
             if not api_key:
-                raise RuntimeError(
-                    "PineconeVectorDatabase has no API key; pass api_key= or set PINECONE_API_KEY"
-                )
+                raise RuntimeError("PineconeVectorDatabase has no API key; pass api_key= or set PINECONE_API_KEY")
             client = Pinecone(api_key=api_key, **self._client_options)
             self._index = client.Index(name=self.index_name, host=self.host)
         return self._index

@@ -13,9 +13,7 @@ RRF_ORDERS = (AS_DOCUMENTED, FIXED)
 def check_rrf_order(rrf_order: str) -> str:
     """Return ``rrf_order`` if it is one of ``RRF_ORDERS``, else raise a ``ValueError`` naming them."""
     if rrf_order not in RRF_ORDERS:
-        raise ValueError(
-            f"RetrieverConfig.rrf_order={rrf_order!r} is not valid; use one of {', '.join(RRF_ORDERS)}"
-        )
+        raise ValueError(f"RetrieverConfig.rrf_order={rrf_order!r} is not valid; use one of {', '.join(RRF_ORDERS)}")
     return rrf_order
 
 

@@ -118,9 +118,7 @@ def _resolve_vector_db_filter_kwargs(vector_db: Any, filters: dict[str, Any] | N
 
 def _wrap_scored_pairs(pairs: Sequence[tuple[Any, float]]) -> list[ScoredChunk]:
     """Backend / adapter ``(chunk, score)`` pairs as ScoredChunks (vector and composite = score)."""
-    return [
-        ScoredChunk(chunk, vector_score=float(score), composite_score=float(score)) for chunk, score in pairs
-    ]
+    return [ScoredChunk(chunk, vector_score=float(score), composite_score=float(score)) for chunk, score in pairs]
 
 
 class VectorRetriever(HybridRetrieverStrategy):
@@ -179,9 +177,7 @@ class VectorRetriever(HybridRetrieverStrategy):
             return self._retrieve_adapter(query, top_k, filters)
         return self._retrieve_in_memory(query, top_k)
 
-    def _retrieve_vector_db(
-        self, query: str, top_k: int, filters: dict[str, Any] | None
-    ) -> list[ScoredChunk]:
+    def _retrieve_vector_db(self, query: str, top_k: int, filters: dict[str, Any] | None) -> list[ScoredChunk]:
         backend_kwargs = _resolve_vector_db_filter_kwargs(self._vector_db, filters)
         try:
             pairs = self._vector_db.search(
@@ -262,9 +258,7 @@ class KeywordRetriever(HybridRetrieverStrategy):
         hits = []
         for index, score in raw[:top_k]:
             normalised = score / max_score
-            hits.append(
-                ScoredChunk(self._chunks[index], keyword_score=normalised, composite_score=normalised)
-            )
+            hits.append(ScoredChunk(self._chunks[index], keyword_score=normalised, composite_score=normalised))
         return hits
 
 

@@ -100,9 +100,7 @@ def test_malformed_toml_names_file_and_line(cli, tmp_path):
 
 def test_unknown_top_level_table(cli, tmp_path):
     config = experiment_toml(tmp_path)
-    config.write_text(
-        config.read_text(encoding="utf-8").replace("[experiment]", "[experimnt]"), encoding="utf-8"
-    )
+    config.write_text(config.read_text(encoding="utf-8").replace("[experiment]", "[experimnt]"), encoding="utf-8")
     assert_one_line_error(cli("run", config), "experiment.toml", "experimnt", "did you mean 'experiment'")
 
 
@@ -250,9 +248,7 @@ def test_empty_result_lists_count_as_zero_in_the_mean(cli, tmp_path):
     """ranx #51/#67: a judged query with no results scores 0 and the mean stays over all queries."""
     # The metadata family returns every document whose 'source' matches; a filter on a missing value
     # returns nothing, so every query has an empty list: all means must be exactly 0, not NaN or missing.
-    systems = [
-        {"name": "nothing", "family": "zerda.metadata", "params": {"filters": {"source": "elsewhere"}}}
-    ]
+    systems = [{"name": "nothing", "family": "zerda.metadata", "params": {"filters": {"source": "elsewhere"}}}]
     result = cli("run", experiment_toml(tmp_path, systems=systems))
     assert result.code == 0, result.err
     cell = only_cell(tmp_path / "out")
@@ -315,9 +311,7 @@ EMBEDDER_CASES = [
 def test_misbehaving_user_embedder_is_one_line(problem, kind, cli, tmp_path, monkeypatch):
     import retrieval.embeddings
 
-    monkeypatch.setattr(
-        retrieval.embeddings, "load_embedder", lambda name, **params: bad_embedder(kind, problem)
-    )
+    monkeypatch.setattr(retrieval.embeddings, "load_embedder", lambda name, **params: bad_embedder(kind, problem))
     systems = [{"name": "dense", "family": "zerda.vector"}]
     # A corpus of its own per case: the harness may keep corpus vectors per (embedder name, texts).
     folder = write_beir(tmp_path / "collection", docs={**DOCS, "d9": f"case {kind} {problem}"})

@@ -114,8 +114,7 @@ def hybrid(chunks: list[DocumentChunk], rrf_order: str, weights: tuple[float, fl
 
 corpora = st.lists(spellings, min_size=1, max_size=12).map(
     lambda rows: [
-        DocumentChunk(text=case(text).replace(" ", gap), doc_id=f"d{i}")
-        for i, (text, case, gap) in enumerate(rows)
+        DocumentChunk(text=case(text).replace(" ", gap), doc_id=f"d{i}") for i, (text, case, gap) in enumerate(rows)
     ]
 )
 weight_triples = st.tuples(*[st.floats(0.0, 1.0, allow_nan=False)] * 3)
@@ -142,9 +141,7 @@ def test_hybrid_never_returns_a_chunk_twice(chunks, query, top_k, rrf_order):
 @given(chunks=corpora, query=texts, weights=weight_triples)
 def test_hybrid_as_documented_composite_is_the_pure_weighted_sum(chunks, query, weights):
     for hit in hybrid(chunks, "as_documented", weights).retrieve(query, top_k=10):
-        expected = (
-            hit.vector_score * weights[0] + hit.keyword_score * weights[1] + hit.metadata_score * weights[2]
-        )
+        expected = hit.vector_score * weights[0] + hit.keyword_score * weights[1] + hit.metadata_score * weights[2]
         assert hit.composite_score == pytest.approx(expected, rel=1e-12, abs=1e-15)
 
 
@@ -156,8 +153,6 @@ def test_hybrid_fixed_composite_adds_the_rrf_bonus(chunks, query, weights):
         return
     max_rrf = max(hit.rrf_score for hit in results)
     for hit in results:
-        weighted = (
-            hit.vector_score * weights[0] + hit.keyword_score * weights[1] + hit.metadata_score * weights[2]
-        )
+        weighted = hit.vector_score * weights[0] + hit.keyword_score * weights[1] + hit.metadata_score * weights[2]
         bonus = HybridRetriever.RRF_BONUS_WEIGHT * hit.rrf_score / max_rrf
         assert hit.composite_score == pytest.approx(weighted + bonus, rel=1e-12, abs=1e-15)

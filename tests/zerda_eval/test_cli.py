@@ -23,8 +23,7 @@ def test_usage_error_exits_2(capsys):
 def test_config_mistake_is_one_line_exit_1(tmp_path, capsys):
     path = tmp_path / "bad.toml"
     path.write_text(
-        '[experiment]\nname = "x"\n[[datasets]]\nid = "cranfeld"\n[[systems]]\nname = "a"\n'
-        'family = "zerda.keyword"\n',
+        '[experiment]\nname = "x"\n[[datasets]]\nid = "cranfeld"\n[[systems]]\nname = "a"\nfamily = "zerda.keyword"\n',
         encoding="utf-8",
     )
     assert main(["run", str(path)]) == 1

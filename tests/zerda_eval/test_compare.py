@@ -85,9 +85,7 @@ def test_compare_to_baseline_aligns_counts_missing_and_corrects_per_dataset():
     base = {"q1": 0.1, "q2": 0.5, "q3": 0.3, "q4": 0.9, "q5": 0.2}
     a = {"q5": 0.4, "q4": 0.9, "q3": 0.6, "q2": 0.7}  # q1 missing -> 0
     b = {"q1": 0.2, "q2": 0.4, "q3": 0.3, "q4": 0.8, "q5": 0.1}
-    results, per_query = frames(
-        {("d", "bm25"): base, ("d", "a"): a, ("d", "b"): b, ("e", "bm25"): base, ("e", "a"): b}
-    )
+    results, per_query = frames({("d", "bm25"): base, ("d", "a"): a, ("d", "b"): b, ("e", "bm25"): base, ("e", "a"): b})
     spec = CompareSpec(baseline="bm25", tests=("t-test",), correction="holm")
     table = compare.compare_to_baseline(results, per_query, spec).set_index(["dataset", "system"])
     qids = sorted(base)
@@ -137,9 +135,7 @@ def write_study_dir(tmp_path):
         folder = tmp_path / "cells" / row["cell_id"]
         folder.mkdir(parents=True)
         order = json.loads(row["params"])["rrf_order"]
-        lines = [
-            f"{q} Q0 {d} {r} {10 - r} t" for q, docs in rankings[order].items() for r, d in enumerate(docs, 1)
-        ]
+        lines = [f"{q} Q0 {d} {r} {10 - r} t" for q, docs in rankings[order].items() for r, d in enumerate(docs, 1)]
         (folder / "run.trec").write_text("\n".join(lines) + "\n")
     return results, per_query
 
@@ -151,9 +147,7 @@ def test_rrf_order_study_pairs_deltas_changes_and_verdict(tmp_path):
     pairs = study.pairs.set_index("setting")
     assert set(pairs.index) == {"w=1", "w=2"}
     assert pairs.loc["w=1", "delta"] == pytest.approx((0.1 + 0.0 + 0.2) / 3)
-    assert pairs.loc["w=1", "p_t-test"] == pytest.approx(
-        stats.ttest_rel([0.3, 0.4, 0.8], [0.2, 0.4, 0.6]).pvalue
-    )
+    assert pairs.loc["w=1", "p_t-test"] == pytest.approx(stats.ttest_rel([0.3, 0.4, 0.8], [0.2, 0.4, 0.6]).pvalue)
     assert pairs.loc["w=1", "top_changed_share"] == pytest.approx(2 / 3)  # q1 and q3 changed
     tau_q1 = stats.kendalltau([1, 2, 3], [2, 1, 3]).statistic
     tau_q3 = stats.kendalltau([1, 2, 3, 4], [1, 2, 4, 3]).statistic  # union a b c d; c/d absent -> rank 4

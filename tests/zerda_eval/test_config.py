@@ -90,14 +90,10 @@ def test_mistakes_are_one_line_config_errors(tmp_path, edit, expected):
 
 
 def test_nan_weights_and_malformed_toml(tmp_path):
-    hybrid = (
-        BASE + '\n[[systems]]\nname = "h"\nfamily = "pipeline.hybrid"\nparams = { weights = [nan, 1.0] }\n'
-    )
+    hybrid = BASE + '\n[[systems]]\nname = "h"\nfamily = "pipeline.hybrid"\nparams = { weights = [nan, 1.0] }\n'
     assert "weights" in error_of(tmp_path, hybrid)
     assert "malformed TOML" in error_of(tmp_path, BASE + "\n[[systems]\n")
-    assert "appears twice" in error_of(
-        tmp_path, BASE + '\n[[systems]]\nname = "bm25"\nfamily = "zerda.vector"\n'
-    )
+    assert "appears twice" in error_of(tmp_path, BASE + '\n[[systems]]\nname = "bm25"\nfamily = "zerda.vector"\n')
 
 
 def test_fusion_inputs_must_name_one_cell(tmp_path):

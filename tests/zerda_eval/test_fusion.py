@@ -191,10 +191,7 @@ def test_optimise_fusion_finds_the_best_weights_of_the_sweep():
     docs = [f"d{i}" for i in range(30)]
     qrels = {f"q{i}": {d: 1 for d in rng.choice(docs, 3, replace=False)} for i in range(8)}
     first = {q: [(d, float(s)) for d, s in zip(docs, rng.random(30), strict=True)] for q in qrels}
-    second = {
-        q: [(d, float(s) + (1.0 if d in qrels[q] else 0.0) * rng.random()) for d, s in first[q]]
-        for q in qrels
-    }
+    second = {q: [(d, float(s) + (1.0 if d in qrels[q] else 0.0) * rng.random()) for d, s in first[q]] for q in qrels}
 
     def score(weights):
         fused = fuse_runs("wsum", [first, second], weights=weights)

@@ -127,9 +127,7 @@ def test_changed_config_never_reuses_a_stale_run(tmp_path):
     path = make_experiment(tmp_path)
     first = load_experiment(path)
     run_experiment(first, progress=False)
-    path.write_text(
-        path.read_text().replace('params = { engine = "fast" }', 'params = { engine = "fast", k1 = 0.9 }')
-    )
+    path.write_text(path.read_text().replace('params = { engine = "fast" }', 'params = { engine = "fast", k1 = 0.9 }'))
     second = load_experiment(path)
     reused = {}
     run_experiment(second, progress=False, on_cell=lambda r: reused.__setitem__(r.cell_id, r.reused))

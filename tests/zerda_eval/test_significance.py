@@ -46,12 +46,8 @@ def test_randomization_test_is_exact_on_tiny_data(n):
     delta = system - base
     observed = abs(delta.mean())
     flips = list(itertools.product([1, -1], repeat=n))
-    hits = sum(
-        abs(sum(s * d for s, d in zip(signs, delta, strict=True)) / n) >= observed - 1e-12 for signs in flips
-    )
-    assert sig.randomization_test(base, system, n_permutations=10_000) == pytest.approx(
-        hits / 2**n, abs=1e-15
-    )
+    hits = sum(abs(sum(s * d for s, d in zip(signs, delta, strict=True)) / n) >= observed - 1e-12 for signs in flips)
+    assert sig.randomization_test(base, system, n_permutations=10_000) == pytest.approx(hits / 2**n, abs=1e-15)
 
 
 def test_randomization_monte_carlo_is_seeded_and_close_to_the_t_test_on_normal_data():

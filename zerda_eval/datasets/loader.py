@@ -31,9 +31,7 @@ def load_collection(dataset_id: str, **options: Any) -> Collection:
         beir_format = options.get("format", "beir") == "beir"
         resolved = protocols.resolve_options(dataset_id, options, extra=USER_OPTIONS, beir_format=beir_format)
         return _cached_user(dataset_id, _freeze(resolved))
-    resolved = protocols.resolve_options(
-        dataset_id, options, extra=() if dataset_id in BUNDLED else ("language",)
-    )
+    resolved = protocols.resolve_options(dataset_id, options, extra=() if dataset_id in BUNDLED else ("language",))
     return _cached(dataset_id, _freeze(resolved))
 
 
@@ -56,13 +54,9 @@ def _cached(dataset_id: str, frozen: tuple[tuple[str, Any], ...]) -> Collection:
     dataset = open_dataset(dataset_id)
     for part in ("docs", "queries", "qrels"):
         if not getattr(dataset, f"has_{part}")():
-            raise DatasetError(
-                f"ir_datasets id {dataset_id!r} has no {part}; pick an id with docs, queries and qrels"
-            )
+            raise DatasetError(f"ir_datasets id {dataset_id!r} has no {part}; pick an id with docs, queries and qrels")
     language = options.pop("language", None) or _language(dataset_id, dataset)
-    relevance = (
-        protocols.cranfield_relevance if options.get("relevance") == "5-code" else (lambda grade: grade)
-    )
+    relevance = protocols.cranfield_relevance if options.get("relevance") == "5-code" else (lambda grade: grade)
     try:
         return build_collection(
             dataset_id,

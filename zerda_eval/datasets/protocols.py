@@ -64,14 +64,10 @@ def resolve_options(
     settable = {name for name in options if name in CHOICES} | set(extra)
     for name, value in given.items():
         if name not in settable:
-            raise ConfigError(
-                unknown_value_message("option", name, settable, where=f"dataset {dataset_id!r}")
-            )
+            raise ConfigError(unknown_value_message("option", name, settable, where=f"dataset {dataset_id!r}"))
         if name in CHOICES and value not in CHOICES[name]:
             allowed = ", ".join(map(repr, CHOICES[name]))
-            raise ConfigError(
-                f"dataset {dataset_id!r}: option {name}={value!r} is invalid; use one of {allowed}"
-            )
+            raise ConfigError(f"dataset {dataset_id!r}: option {name}={value!r} is invalid; use one of {allowed}")
         options[name] = value
     return options
 

@@ -65,11 +65,7 @@ def questions(split: str) -> list[GenericQuery]:
 
 def qrels(split: str) -> list[TrecQrel]:
     """The qrels rows of ``split``, including the ``-1`` rows of no-answer questions."""
-    return [
-        row
-        for part in SPLITS[split]
-        for row in _qrels_rows(source_file(FOLDER, f"QQA23_TaskA_qrels_{part}.gold"))
-    ]
+    return [row for part in SPLITS[split] for row in _qrels_rows(source_file(FOLDER, f"QQA23_TaskA_qrels_{part}.gold"))]
 
 
 def cut_run(run: Mapping[str, Sequence[str]], depth: int = RUN_DEPTH) -> dict[str, list[str]]:
@@ -93,9 +89,7 @@ def task_scores(
     questions get ``no_answer_scores``. The mean of the result is the task's official figure.
     """
     special = no_answer_scores(run, collection)
-    return {
-        qid: special[qid] if qid in special else answerable_values.get(qid, 0.0) for qid in collection.queries
-    }
+    return {qid: special[qid] if qid in special else answerable_values.get(qid, 0.0) for qid in collection.queries}
 
 
 def answerable_only(collection: Collection) -> Collection:

@@ -39,12 +39,8 @@ _NPL = "research collection, no licence stated"
 BUNDLED: dict[str, DatasetSpec] = {
     spec.id: spec
     for spec in (
-        DatasetSpec(
-            "beir/scifact/test", "en", "beir-scifact", "BEIR SciFact (Wadden et al. 2020)", "CC BY-NC 2.0"
-        ),
-        DatasetSpec(
-            "beir/scifact/train", "en", "beir-scifact", "BEIR SciFact (Wadden et al. 2020)", "CC BY-NC 2.0"
-        ),
+        DatasetSpec("beir/scifact/test", "en", "beir-scifact", "BEIR SciFact (Wadden et al. 2020)", "CC BY-NC 2.0"),
+        DatasetSpec("beir/scifact/train", "en", "beir-scifact", "BEIR SciFact (Wadden et al. 2020)", "CC BY-NC 2.0"),
         DatasetSpec("cranfield", "en", "cranfield", "Cranfield 1400 (Cleverdon), SMART files", _NPL),
         DatasetSpec("vaswani", "en", "vaswani", "NPL / Vaswani (Glasgow), TREC-format files", _NPL),
         DatasetSpec("quranqa23/taskA/train", *_QURAN),

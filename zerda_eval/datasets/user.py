@@ -31,8 +31,7 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
             line = raw.decode("utf-8").removeprefix("\ufeff").rstrip("\r")
         except UnicodeDecodeError as error:
             raise DataFormatError(
-                f"{path}:{number}: not UTF-8 text ({error.reason} at byte {error.start}); "
-                "re-save the file as UTF-8"
+                f"{path}:{number}: not UTF-8 text ({error.reason} at byte {error.start}); re-save the file as UTF-8"
             ) from None
         if line.strip():
             yield number, line
@@ -46,9 +45,7 @@ def _records(path: Path) -> Iterator[tuple[int, str, str]]:
                 row = json.loads(line)
                 fields = [str(row["_id"]), row.get("title") or "", row.get("text") or ""]
             except (ValueError, KeyError, TypeError, AttributeError):
-                raise DataFormatError(
-                    f"{path}:{number}: expected a JSON object with '_id' and 'text'"
-                ) from None
+                raise DataFormatError(f"{path}:{number}: expected a JSON object with '_id' and 'text'") from None
         else:
             fields = line.split("\t")
             if len(fields) == 2:
@@ -73,9 +70,7 @@ def _docs(path: Path) -> list[GenericDoc]:
     docs = []
     for number, doc_id, text in _records(path):
         if doc_id in first_line:
-            raise DataFormatError(
-                f"{path}:{number}: duplicate doc id {doc_id!r} (first on line {first_line[doc_id]})"
-            )
+            raise DataFormatError(f"{path}:{number}: duplicate doc id {doc_id!r} (first on line {first_line[doc_id]})")
         first_line[doc_id] = number
         docs.append(GenericDoc(doc_id, text))
     return docs
@@ -103,9 +98,7 @@ def _pick(folder: Path, given: str | None, candidates: tuple[str, ...], what: st
     for name in names:
         if (folder / name).is_file():
             return folder / name
-    raise DatasetError(
-        f"{folder}: no {what} file (looked for {', '.join(names)}); add it or name it with {what}=..."
-    )
+    raise DatasetError(f"{folder}: no {what} file (looked for {', '.join(names)}); add it or name it with {what}=...")
 
 
 def load_user_collection(name: str, options: dict[str, Any]) -> Collection:

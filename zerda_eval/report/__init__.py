@@ -24,9 +24,7 @@ def write_report(run_dir: Path, report_dir: Path) -> Path:
     blocks = build_document(data, report_dir / "plots")
     data.results.to_csv(report_dir / "results.csv", index=False)
     data.results.to_parquet(report_dir / "results.parquet", index=False)
-    (report_dir / "report.html").write_text(
-        render_html(blocks, f"zerda-eval report: {data.name}"), encoding="utf-8"
-    )
+    (report_dir / "report.html").write_text(render_html(blocks, f"zerda-eval report: {data.name}"), encoding="utf-8")
     markdown_path = report_dir / "report.md"
     markdown_path.write_text(render_markdown(blocks, report_dir), encoding="utf-8")
     return markdown_path

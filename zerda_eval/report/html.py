@@ -31,9 +31,7 @@ def table_html(table: Table) -> str:
     body = []
     for i, row in enumerate(table.rows):
         cells = [
-            f"<td><strong>{html.escape(c)}</strong></td>"
-            if (i, j) in table.bold
-            else f"<td>{html.escape(c)}</td>"
+            f"<td><strong>{html.escape(c)}</strong></td>" if (i, j) in table.bold else f"<td>{html.escape(c)}</td>"
             for j, c in enumerate(row)
         ]
         body.append("<tr>" + "".join(cells) + "</tr>")

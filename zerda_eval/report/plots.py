@@ -117,9 +117,7 @@ def metric_bars(
     ax.set_ylabel(f"{measure} (mean over queries)")
     ax.set_title(f"{measure} per system and dataset (error bars: 95% bootstrap CI)")
     _legend_outside(ax, "system")
-    return _save(
-        fig, out_dir, f"metric_{_slug(measure)}", f"{measure} per system per dataset, 95% bootstrap CIs."
-    )
+    return _save(fig, out_dir, f"metric_{_slug(measure)}", f"{measure} per system per dataset, 95% bootstrap CIs.")
 
 
 def delta_distribution(
@@ -138,9 +136,7 @@ def delta_distribution(
         deltas = {}
         for _, row in rows.iterrows():
             if row["cell_id"] != base["cell_id"].iloc[0]:
-                deltas[row["system"]] = sig.align(
-                    base_values, lookup.get((row["cell_id"], measure), {})
-                ).delta
+                deltas[row["system"]] = sig.align(base_values, lookup.get((row["cell_id"], measure), {})).delta
         if deltas:
             panels.append((dataset, deltas))
     if not panels:
@@ -232,9 +228,7 @@ def sweep_points(results: pd.DataFrame, param: str) -> pd.DataFrame:
         if not isinstance(x, int | float) or isinstance(x, bool):
             continue
         base = str(row["system"]).split("[", 1)[0]
-        other = ", ".join(
-            f"{k}={params[k]}" for k in sorted(params) if _varies_apart(results, base, k, param)
-        )
+        other = ", ".join(f"{k}={params[k]}" for k in sorted(params) if _varies_apart(results, base, k, param))
         series = base + (f" ({other})" if other else "")
         rows.append({"dataset": row["dataset"], "series": series, "x": float(x), "cell_id": row["cell_id"]})
     frame = pd.DataFrame(rows, columns=["dataset", "series", "x", "cell_id"])
@@ -250,16 +244,12 @@ def _varies_apart(results: pd.DataFrame, base: str, key: str, param: str) -> boo
     pairs = set()
     for params in cells_of(results, base)["params"]:
         params = json.loads(params) if isinstance(params, str) else params
-        pairs.add(
-            (json.dumps(params.get(param), sort_keys=True), json.dumps(params.get(key), sort_keys=True))
-        )
+        pairs.add((json.dumps(params.get(param), sort_keys=True), json.dumps(params.get(key), sort_keys=True)))
     keys, xs = {k for _, k in pairs}, {x for x, _ in pairs}
     return len(keys) > 1 and not (len(pairs) == len(keys) == len(xs))
 
 
-def sweep_curves(
-    results: pd.DataFrame, measure: str, param: str, xlabel: str, out_dir: Path
-) -> Figure | None:
+def sweep_curves(results: pd.DataFrame, measure: str, param: str, xlabel: str, out_dir: Path) -> Figure | None:
     """Line plot of ``measure`` against ``param`` per series, one panel per dataset (None if no sweep)."""
     points = sweep_points(results, param)
     if points.empty:

@@ -63,9 +63,7 @@ def _read_per_query(run_dir: Path, results: pd.DataFrame) -> pd.DataFrame:
     else:
         parts = []
         for _, row in results.iterrows():
-            cell = pd.read_csv(
-                run_dir / "cells" / str(row["cell_id"]) / "per_query.csv", dtype={"query_id": str}
-            )
+            cell = pd.read_csv(run_dir / "cells" / str(row["cell_id"]) / "per_query.csv", dtype={"query_id": str})
             parts.append(cell.assign(cell_id=row["cell_id"], dataset=row["dataset"], system=row["system"]))
         frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     if frame.empty:
@@ -78,9 +76,7 @@ def load_run_dir(run_dir: Path) -> RunData:
     run_dir = Path(run_dir)
     experiment = run_dir / "experiment.json"
     if not experiment.exists():
-        raise DataFormatError(
-            f"{experiment}: missing; is {run_dir} a run directory written by 'zerda-eval run'?"
-        )
+        raise DataFormatError(f"{experiment}: missing; is {run_dir} a run directory written by 'zerda-eval run'?")
     document = json.loads(experiment.read_text(encoding="utf-8"))
     config = document.get("config") or document.get("resolved") or document
     results = _read_results(run_dir).astype({"cell_id": str})

@@ -21,9 +21,7 @@ from zerda_eval.systems.base import ParamSpec
 
 EMBEDDERS = ("wordllama", "lsa")
 EMBEDDER_PARAMS = {
-    "embedder": ParamSpec(
-        "wordllama", "str", "offline embedder (wordllama: English only)", choices=EMBEDDERS
-    ),
+    "embedder": ParamSpec("wordllama", "str", "offline embedder (wordllama: English only)", choices=EMBEDDERS),
     "dim": ParamSpec(
         256,
         "int",
@@ -36,9 +34,7 @@ EMBEDDER_PARAMS = {
 _SHARED: dict[tuple, CorpusVectors] = {}
 
 
-def corpus_vectors(
-    embedder_name: str, dim: int, texts: Sequence[str], cache_dir: Path | None
-) -> CorpusVectors:
+def corpus_vectors(embedder_name: str, dim: int, texts: Sequence[str], cache_dir: Path | None) -> CorpusVectors:
     """``CorpusVectors`` shared within the process by the systems of one corpus (LSA fits once, not per cell)."""
     from zerda_eval.embedding_cache import texts_sha256
 
@@ -112,9 +108,7 @@ class MatrixVectorStore:
         return len(self.item_ids)
 
     def add_embedding(self, item_id: str, embedding: list[float], metadata: dict | None = None) -> None:
-        raise NotImplementedError(
-            "MatrixVectorStore is built from precomputed vectors; it takes no additions"
-        )
+        raise NotImplementedError("MatrixVectorStore is built from precomputed vectors; it takes no additions")
 
     def search(self, query_embedding: list[float], top_k: int = 10) -> list[tuple[str, float]]:
         return [(self.item_ids[row], score) for row, score in self.vectors.top_k(query_embedding, top_k)]
@@ -135,9 +129,7 @@ class MatrixVectorAdapter:
         self.vectors = vectors
         self.min_score = min_score
 
-    def similarity_search_with_score(
-        self, query: str, k: int = 4, filter: Any = None
-    ) -> list[tuple[Any, float]]:
+    def similarity_search_with_score(self, query: str, k: int = 4, filter: Any = None) -> list[tuple[Any, float]]:
         hits = self.vectors.top_k(self.vectors.embed_query(query), k)
         return [(self.chunks[row], score) for row, score in hits if score >= self.min_score]
 

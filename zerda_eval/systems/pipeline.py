@@ -39,8 +39,7 @@ FIRST_STAGE_K = ParamSpec(100, "int", "candidates from the BM25 first stage", mi
 def collection_items(collection: Any) -> list[ContextItem]:
     """One ``ContextItem`` per document, ``id`` = the collection's doc id."""
     return [
-        ContextItem(id=doc_id, content=text)
-        for doc_id, text in zip(collection.doc_ids, collection.texts, strict=True)
+        ContextItem(id=doc_id, content=text) for doc_id, text in zip(collection.doc_ids, collection.texts, strict=True)
     ]
 
 
@@ -55,9 +54,7 @@ class PipelineSystem(System):
         raise NotImplementedError
 
     def _search(self, text: str, k: int) -> Results:
-        return [
-            (item.id, float(item.score)) for item in self._retriever.retrieve(QueryBundle(query_str=text), k)
-        ]
+        return [(item.id, float(item.score)) for item in self._retriever.retrieve(QueryBundle(query_str=text), k)]
 
     def _sparse(self, collection: Any) -> SparseRetriever:
         sparse = SparseRetriever(tokenize_fn=collection_analyzer(self.params, collection, self.stats))
@@ -69,9 +66,7 @@ class PipelineSystem(System):
         contexts = InMemoryContextStore()
         for item in self._items:
             contexts.add(item)
-        dense = DenseRetriever(
-            MatrixVectorStore(collection.doc_ids, vectors), contexts, embed_fn=vectors.embed_query
-        )
+        dense = DenseRetriever(MatrixVectorStore(collection.doc_ids, vectors), contexts, embed_fn=vectors.embed_query)
         return dense, vectors
 
 
@@ -173,9 +168,7 @@ class PipelineRouted(PipelineSystem):
     param_specs: ClassVar[dict[str, ParamSpec]] = {
         **ANALYZER_PARAMS,
         **EMBEDDER_PARAMS,
-        "router": ParamSpec(
-            "language", "str", "how a query picks its retriever", choices=("language", "keyword")
-        ),
+        "router": ParamSpec("language", "str", "how a query picks its retriever", choices=("language", "keyword")),
         "keywords": ParamSpec([], "strs", "keyword router: words sending a query to sparse"),
     }
 

@@ -76,9 +76,7 @@ TIED_CORPUS = [
 
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 6, 50])
-@pytest.mark.parametrize(
-    "query", [["apple"], ["pear"], ["pear", "pear", "apple"], ["durian"], [], ["fig", "kiwi"]]
-)
+@pytest.mark.parametrize("query", [["apple"], ["pear"], ["pear", "pear", "apple"], ["durian"], [], ["fig", "kiwi"]])
 def test_ties_and_zero_scores_go_to_lower_doc_index(query: list[str], k: int) -> None:
     fast = SparseBM25().fit(TIED_CORPUS)
     assert_same_top_k(fast, BM25Index().fit(TIED_CORPUS), [query], k)

@@ -56,13 +56,9 @@ def test_missing_model_is_a_one_line_error_without_network(name, tmp_path, no_ne
     if name == "model2vec":
         pytest.importorskip("model2vec")
     # sentence-transformers needs torch, not installed here: a placeholder module lets the path check run.
-    monkeypatch.setitem(
-        sys.modules, "sentence_transformers", sys.modules.get("sentence_transformers", object())
-    )
+    monkeypatch.setitem(sys.modules, "sentence_transformers", sys.modules.get("sentence_transformers", object()))
     missing = tmp_path / "no-such-model"
-    with pytest.raises(
-        EmbedderUnavailable, match=r"is not a local directory nor in the Hugging Face cache"
-    ) as e:
+    with pytest.raises(EmbedderUnavailable, match=r"is not a local directory nor in the Hugging Face cache") as e:
         load_embedder(name, model=str(missing))
     assert "\n" not in str(e.value) and str(missing) in str(e.value)
     with pytest.raises(EmbedderUnavailable, match="pass the path of a downloaded copy"):

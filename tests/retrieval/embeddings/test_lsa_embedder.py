@@ -29,10 +29,7 @@ def hand_tfidf(texts: list[str]) -> np.ndarray:
     n = len(docs)
     df = {term: sum(term in d for d in docs) for term in vocab}
     matrix = np.array(
-        [
-            [(1 + math.log(d[t])) * (math.log((1 + n) / (1 + df[t])) + 1) if d[t] else 0.0 for t in vocab]
-            for d in docs
-        ]
+        [[(1 + math.log(d[t])) * (math.log((1 + n) / (1 + df[t])) + 1) if d[t] else 0.0 for t in vocab] for d in docs]
     )
     return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
 

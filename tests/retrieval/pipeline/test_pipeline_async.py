@@ -42,9 +42,7 @@ def test_async_dense_aindex_and_aretrieve():
 
 def test_async_dense_index_needs_metadata_embedding():
     retriever = AsyncDenseRetriever(embed, similarity_fn=lambda a, b: -abs(a[0] - b[0]))
-    retriever.index(
-        [ContextItem(id=i, content=i, metadata={"embedding": [v]}) for i, v in [("p", 0.2), ("q", 0.9)]]
-    )
+    retriever.index([ContextItem(id=i, content=i, metadata={"embedding": [v]}) for i, v in [("p", 0.2), ("q", 0.9)]])
     results = asyncio.run(retriever.aretrieve(QueryBundle(query_str="", embedding=[1.0]), top_k=1))
     assert [r.id for r in results] == ["q"] and results[0].metadata["similarity"] == pytest.approx(-0.1)
     with pytest.raises(RetrieverError, match=r"\['bare'\] have no metadata\['embedding'\]"):
@@ -77,9 +75,7 @@ def test_async_hybrid_with_dense_retrievers_and_failures():
         async def aretrieve(self, query, top_k=10):
             raise TimeoutError("slow backend")
 
-    results = asyncio.run(
-        AsyncHybridRetriever([indexed(), Broken()]).aretrieve(QueryBundle(query_str="north"), 2)
-    )
+    results = asyncio.run(AsyncHybridRetriever([indexed(), Broken()]).aretrieve(QueryBundle(query_str="north"), 2))
     assert [r.id for r in results] == ["north", "northeast"]
     assert results[0].score == 1.0 and results[0].metadata["retrieval_method"] == "rrf"
     with pytest.raises(RetrieverError, match="all 1 sub-retrievers failed"):

@@ -50,9 +50,7 @@ def test_shared_space_retriever_uses_metadata_modality_default_text():
 
 
 def test_shared_space_explicit_modality_and_errors():
-    retriever = SharedSpaceRetriever(
-        encoder(), query_modality="image", similarity_fn=lambda a, b: a[1] * b[1]
-    )
+    retriever = SharedSpaceRetriever(encoder(), query_modality="image", similarity_fn=lambda a, b: a[1] * b[1])
     retriever.index([ContextItem(id="d", content="dog.png"), ContextItem(id="c", content="cat.png")], "image")
     assert [r.id for r in retriever.retrieve(QueryBundle(query_str="both.png"), top_k=1)] == ["d"]
     with pytest.raises(ValueError, match="known modalities"):

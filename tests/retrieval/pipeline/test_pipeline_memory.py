@@ -59,9 +59,7 @@ COMPOSITE = {
 def test_composite_ranking_with_entry_embeddings():
     scored = retriever().score_entries("q", top_k=3)
     assert [e.id for e, _ in scored] == ["today", "fortnight", "week"]
-    assert [s["composite"] for _, s in scored] == pytest.approx(
-        [COMPOSITE[i] for i in ("today", "fortnight", "week")]
-    )
+    assert [s["composite"] for _, s in scored] == pytest.approx([COMPOSITE[i] for i in ("today", "fortnight", "week")])
     assert [e.id for e in retriever().retrieve("q")] == ["today", "fortnight", "week"]
     assert [e.id for e in retriever().retrieve("q", top_k=1)] == ["today"]
 
@@ -93,9 +91,7 @@ def test_custom_weights_and_decay():
 def test_add_entry_embeds_and_indexes_in_vector_store():
     vectors = InMemoryVectorStore()
     embed = {"apples": [1.0, 0.0], "pears": [0.0, 1.0], "query": [0.0, 1.0]}.get
-    memory = ScoredMemoryRetriever(
-        InMemoryEntryStore(), embed_fn=embed, vector_store=vectors, clock=lambda: NOW
-    )
+    memory = ScoredMemoryRetriever(InMemoryEntryStore(), embed_fn=embed, vector_store=vectors, clock=lambda: NOW)
     memory.add_entry(MemoryEntry(id="a", content="apples", importance=1.0, created_at=NOW))
     memory.add_entry(MemoryEntry(id="p", content="pears", importance=0.0, created_at=NOW))
     assert memory.store.get("a").embedding == [1.0, 0.0] and len(vectors) == 2

@@ -20,8 +20,7 @@ from retrieval.pipeline import (
 
 QUERY = QueryBundle(query_str="cat")
 ITEMS = [
-    ContextItem(id=i, content=c, score=s)
-    for i, c, s in [("a", "dog", 0.9), ("b", "cat", 0.5), ("c", "cat cat", 0.1)]
+    ContextItem(id=i, content=c, score=s) for i, c, s in [("a", "dog", 0.9), ("b", "cat", 0.5), ("c", "cat cat", 0.1)]
 ]
 
 

@@ -196,9 +196,7 @@ def test_chroma_persists_across_reopen(corpus, chroma, tmp_path):
     reopened = ChromaVectorDatabase(embedder, tmp_path / "chroma")
     assert len(reopened) == N_DOCS
     after = reopened.search(corpus["queries"][0], top_k=7, filters={"category": "medical"})
-    assert [(c.chunk_id, c.text, c.metadata) for c, _ in after] == [
-        (c.chunk_id, c.text, c.metadata) for c, _ in before
-    ]
+    assert [(c.chunk_id, c.text, c.metadata) for c, _ in after] == [(c.chunk_id, c.text, c.metadata) for c, _ in before]
     np.testing.assert_allclose([s for _, s in after], [s for _, s in before], atol=1e-6)
     assert embedder.calls == 1  # only the query was embedded: the stored vectors came from disk
 
@@ -345,9 +343,7 @@ def test_langchain_in_memory_store_as_adapter(corpus):
     assert [sc.chunk.metadata["doc_id"] for sc in hits] == [d for d, _ in expected]
     np.testing.assert_allclose([sc.vector_score for sc in hits], [s for _, s in expected], atol=1e-5)
     # The adapter receives filters unchanged; this store's filter is a Document -> bool callable.
-    hits = retriever.retrieve(
-        corpus["queries"][0], top_k=5, filters=lambda d: d.metadata["category"] == "legal"
-    )
+    hits = retriever.retrieve(corpus["queries"][0], top_k=5, filters=lambda d: d.metadata["category"] == "legal")
     assert [sc.chunk.metadata["doc_id"] for sc in hits] == [
         d for d, _ in brute_force(corpus, 0, 5, keep=lambda i: i % 3 == 0)
     ]

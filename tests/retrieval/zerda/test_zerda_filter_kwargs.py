@@ -45,9 +45,7 @@ def test_known_backends_get_their_kwarg(backend, expected):
 
 def test_faiss_passes_only_the_doc_id():
     faiss = FAISSVectorDatabase()
-    assert _resolve_vector_db_filter_kwargs(faiss, {"doc_id": "d7", "category": "x"}) == {
-        "doc_id_filter": "d7"
-    }
+    assert _resolve_vector_db_filter_kwargs(faiss, {"doc_id": "d7", "category": "x"}) == {"doc_id_filter": "d7"}
 
 
 def test_faiss_category_filter_resolves_to_unfiltered_search(caplog):
@@ -76,9 +74,7 @@ def test_unknown_backend_with_doc_id_filter_in_signature_gets_doc_id_only():
         def search(self, query, top_k=5, score_threshold=None, doc_id_filter=None): ...
 
     backend = CustomVectorDB()
-    assert _resolve_vector_db_filter_kwargs(backend, {"doc_id": "d1", "lang": "ar"}) == {
-        "doc_id_filter": "d1"
-    }
+    assert _resolve_vector_db_filter_kwargs(backend, {"doc_id": "d1", "lang": "ar"}) == {"doc_id_filter": "d1"}
     assert _resolve_vector_db_filter_kwargs(backend, {"lang": "ar"}) == {}
 
 

@@ -30,8 +30,7 @@ class Fixed:
     def retrieve(self, query, top_k, filters=None):
         self.calls.append((query, top_k, filters))
         self.returned = [
-            ScoredChunk(chunk, composite_score=score, **{self.score_field: score})
-            for chunk, score in self.ranked
+            ScoredChunk(chunk, composite_score=score, **{self.score_field: score}) for chunk, score in self.ranked
         ]
         return self.returned[:top_k]
 
@@ -138,9 +137,7 @@ def test_use_metadata_without_filters_skips_the_branch():
     vector = Fixed("vector_score", [(Y, 0.5)])
     hits = HybridRetriever(cfg, vector, metadata_retriever=metadata).retrieve("q", top_k=5)
     assert metadata.calls == [] and [h.doc_id for h in hits] == ["y"]
-    HybridRetriever(_config(use_metadata=False), vector, metadata_retriever=metadata).retrieve(
-        "q", filters={"a": 1}
-    )
+    HybridRetriever(_config(use_metadata=False), vector, metadata_retriever=metadata).retrieve("q", filters={"a": 1})
     assert metadata.calls == []  # use_metadata=False skips it even with filters
 
 
@@ -153,10 +150,7 @@ def test_disabled_branches_are_not_called():
 
 def test_nothing_found_returns_empty_and_warns(caplog):
     with caplog.at_level(logging.WARNING, logger=LOGGER):
-        assert (
-            HybridRetriever(_config(), Fixed("vector_score", []), Fixed("keyword_score", [])).retrieve("q")
-            == []
-        )
+        assert HybridRetriever(_config(), Fixed("vector_score", []), Fixed("keyword_score", [])).retrieve("q") == []
         assert HybridRetriever(_config()).retrieve("q") == []
     assert [r.levelname for r in caplog.records] == ["WARNING", "WARNING"]
 

@@ -208,9 +208,7 @@ def test_vector_db_mode_reembeds_nothing_client_side():
 
 
 def test_vector_db_search_error_returns_empty_and_logs_error(caplog):
-    retriever = VectorRetriever(
-        _config(), vector_db=FakeVectorDB(error=ConnectionError("collection missing"))
-    )
+    retriever = VectorRetriever(_config(), vector_db=FakeVectorDB(error=ConnectionError("collection missing")))
     with caplog.at_level(logging.ERROR, logger=LOGGER):
         assert retriever.retrieve("q", top_k=3) == []
     assert [r.levelname for r in caplog.records] == ["ERROR"]
@@ -265,9 +263,7 @@ def test_adapter_mode_passes_filters_unmodified_and_wraps_pairs():
     document = DocumentChunk("doc", doc_id="d")
     adapter = FakeAdapter(results=[(document, 0.42)])
     filters = {"category": ["docs", "faq"]}
-    hits = VectorRetriever(_config(), vector_store_adapter=adapter).retrieve(
-        "query", top_k=5, filters=filters
-    )
+    hits = VectorRetriever(_config(), vector_store_adapter=adapter).retrieve("query", top_k=5, filters=filters)
     assert adapter.calls == [("query", 5, filters)] and adapter.calls[0][2] is filters
     assert hits == [ScoredChunk(document, vector_score=0.42, composite_score=0.42)]
 

@@ -13,9 +13,7 @@ from zerda_eval.errors import ConfigError
 
 @pytest.fixture(scope="module")
 def cranqrel(shared):
-    return [
-        line.split() for line in (shared / "cranfield" / "cranqrel").read_text().splitlines() if line.strip()
-    ]
+    return [line.split() for line in (shared / "cranfield" / "cranqrel").read_text().splitlines() if line.strip()]
 
 
 def test_cranfield_grades_are_five_minus_code_and_source_documents_dropped(cranqrel):
@@ -62,9 +60,7 @@ def test_self_hits_dropped_only_when_the_option_is_on():
 
 def test_no_bundled_beir_doc_id_equals_a_query_id():
     scifact = load_collection("beir/scifact/train")
-    assert not set(scifact.doc_ids) & (
-        set(scifact.queries) | set(load_collection("beir/scifact/test").queries)
-    )
+    assert not set(scifact.doc_ids) & (set(scifact.queries) | set(load_collection("beir/scifact/test").queries))
 
 
 def test_normalization_is_recorded_and_checked():

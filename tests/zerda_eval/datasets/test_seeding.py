@@ -33,9 +33,7 @@ def test_seeded_files_are_the_originals(tmp_path, shared):
         ("queries.txt", "cran.qry"),
         ("qrels.txt", "cranqrel"),
     ):
-        assert (tmp_path / "cranfield" / cached).read_bytes() == (
-            shared / "cranfield" / original
-        ).read_bytes()
+        assert (tmp_path / "cranfield" / cached).read_bytes() == (shared / "cranfield" / original).read_bytes()
     assert not list(tmp_path.rglob("*.tmp"))
 
 

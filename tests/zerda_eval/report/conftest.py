@@ -70,9 +70,7 @@ def quranqa_dev(shared_dir: Path) -> tuple[dict[str, str], dict[str, str], dict[
 
     docs, queries = tsv("QQA23_TaskA_QPC_v1.1.tsv"), tsv("QQA23_TaskA_dev.tsv")
     qrels: dict[str, dict[str, int]] = {}
-    for line in filter(
-        None, (folder / "QQA23_TaskA_qrels_dev.gold").read_text(encoding="utf-8").splitlines()
-    ):
+    for line in filter(None, (folder / "QQA23_TaskA_qrels_dev.gold").read_text(encoding="utf-8").splitlines()):
         qid, _, doc_id, rel = line.split()
         if doc_id != "-1":
             qrels.setdefault(qid, {})[doc_id] = int(rel)
@@ -118,9 +116,7 @@ def label(name: str, grid: dict) -> str:
     return name + ("[" + ",".join(f"{k}={grid[k]}" for k in sorted(grid)) + "]" if grid else "")
 
 
-def write_cell(
-    out: Path, dataset: str, system: str, family: str, params: dict, run: RunDict, qrels, timing
-) -> dict:
+def write_cell(out: Path, dataset: str, system: str, family: str, params: dict, run: RunDict, qrels, timing) -> dict:
     """Write one cell (run.trec, per_query.csv, result.json last) and return its results row."""
     cell_id = hashlib.sha256(json.dumps([dataset, system, params], sort_keys=True).encode()).hexdigest()[:16]
     folder = out / "cells" / cell_id
@@ -185,9 +181,7 @@ def build_run_dir(out: Path, collections: dict[str, tuple[dict, dict, dict]], na
         for weight in (0.3, 0.7):
             for order in ("as_documented", "fixed"):
                 grid = {"vector_weight": weight, "keyword_weight": round(1 - weight, 10), "rrf_order": order}
-                fused = fuse_runs(
-                    "zerda", [tri, bm25], weights=[weight, 1 - weight], rrf_order=order, top_k=DEPTH
-                )
+                fused = fuse_runs("zerda", [tri, bm25], weights=[weight, 1 - weight], rrf_order=order, top_k=DEPTH)
                 add(dataset, label("hybrid", grid), "zerda.hybrid", grid, fused, qrels, both)
         for k in (10, 60):
             add(
@@ -222,9 +216,7 @@ def build_run_dir(out: Path, collections: dict[str, tuple[dict, dict, dict]], na
         "compare": {"baseline": "bm25", "tests": ["t-test", "fisher"], "correction": "holm"},
         "study": {"rrf_order": {"system": "hybrid"}},
     }
-    (out / "experiment.json").write_text(
-        json.dumps({"config": config, "hash": "test"}, indent=2), encoding="utf-8"
-    )
+    (out / "experiment.json").write_text(json.dumps({"config": config, "hash": "test"}, indent=2), encoding="utf-8")
     return out
 
 

@@ -57,9 +57,7 @@ def test_html_is_self_contained(report):
 def test_results_copies_equal_the_run(report, run_dir):
     saved = pd.read_parquet(run_dir / "results.parquet")
     pd.testing.assert_frame_equal(pd.read_parquet(report.parent / "results.parquet"), saved)
-    pd.testing.assert_frame_equal(
-        pd.read_csv(report.parent / "results.csv"), pd.read_csv(run_dir / "results.csv")
-    )
+    pd.testing.assert_frame_equal(pd.read_csv(report.parent / "results.csv"), pd.read_csv(run_dir / "results.csv"))
 
 
 def markdown_tables(text: str) -> list[list[list[str]]]:
