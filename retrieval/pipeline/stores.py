@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from retrieval.core import cosine
 from retrieval.pipeline.errors import RetrieverError
 from retrieval.pipeline.models import ContextItem, MemoryEntry
 
 SimilarityFn = Callable[[list[float], list[float]], float]
+Record = TypeVar("Record", ContextItem, MemoryEntry)
 
 
 class InMemoryVectorStore:
@@ -52,39 +53,31 @@ class InMemoryVectorStore:
         return self._vectors.pop(item_id, None) is not None
 
 
-class InMemoryContextStore:
-    """``ContextItem``s by id, in insertion order; adding an existing id replaces it."""
+class _RecordsById(Generic[Record]):
+    """Records keyed by their ``id``, in insertion order; adding an existing id replaces it."""
 
     def __init__(self) -> None:
-        self._items: dict[str, ContextItem] = {}
+        self._records: dict[str, Record] = {}
 
-    def add(self, item: ContextItem) -> None:
-        self._items[item.id] = item
+    def add(self, record: Record) -> None:
+        self._records[record.id] = record
 
-    def get(self, item_id: str) -> ContextItem | None:
-        return self._items.get(item_id)
+    def get(self, record_id: str) -> Record | None:
+        return self._records.get(record_id)
+
+    def delete(self, record_id: str) -> bool:
+        return self._records.pop(record_id, None) is not None
+
+
+class InMemoryContextStore(_RecordsById[ContextItem]):
+    """``ContextItem``s by id (the ``ContextStore`` protocol)."""
 
     def get_all(self) -> list[ContextItem]:
-        return list(self._items.values())
-
-    def delete(self, item_id: str) -> bool:
-        return self._items.pop(item_id, None) is not None
+        return list(self._records.values())
 
 
-class InMemoryEntryStore:
-    """``MemoryEntry`` records by id, in insertion order; adding an existing id replaces it."""
-
-    def __init__(self) -> None:
-        self._entries: dict[str, MemoryEntry] = {}
-
-    def add(self, entry: MemoryEntry) -> None:
-        self._entries[entry.id] = entry
-
-    def get(self, entry_id: str) -> MemoryEntry | None:
-        return self._entries.get(entry_id)
+class InMemoryEntryStore(_RecordsById[MemoryEntry]):
+    """``MemoryEntry`` records by id (the ``MemoryEntryStore`` protocol)."""
 
     def list_all(self) -> list[MemoryEntry]:
-        return list(self._entries.values())
-
-    def delete(self, entry_id: str) -> bool:
-        return self._entries.pop(entry_id, None) is not None
+        return list(self._records.values())
