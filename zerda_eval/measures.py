@@ -17,10 +17,9 @@ reports the bigger figure; run cells in separate processes for isolated figures)
 
 from __future__ import annotations
 
-import math
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,23 +49,39 @@ def tie_break(results: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
 
     NaN or infinite scores are a system bug that would make any order arbitrary: ``RunError``.
     """
-    best: dict[str, float] = {}
-    for doc_id, score in results:
-        score = float(score)
-        if not math.isfinite(score):
-            raise RunError(f"non-finite score {score!r} for document {doc_id!r}; fix the system or embedder")
-        if doc_id not in best or score > best[doc_id]:
-            best[doc_id] = score
-    return sorted(best.items(), key=lambda item: (-item[1], item[0]))
+    doc_ids, scores = ranked_arrays(results)
+    return list(zip(doc_ids, scores.tolist(), strict=True))
 
 
-def rank_scores(run: Run) -> dict[str, dict[str, float]]:
-    """``{qid: {doc_id: n - i}}``: strictly decreasing scores in the run's (already tie-broken) order."""
-    return {
-        qid: {doc_id: float(len(results) - i) for i, (doc_id, _) in enumerate(results)}
-        for qid, results in run.items()
-        if results
-    }
+def ranked_arrays(results: Sequence[tuple[str, float]]) -> tuple[list[str], np.ndarray]:
+    """``tie_break`` as doc ids and float64 scores, with no per-document Python work where it can be avoided.
+
+    A ranking already strictly decreasing (as the runner hands it over) is kept as it is; otherwise one
+    numeric sort, and doc id strings are compared only if some scores tie.
+    """
+    if not results:
+        return [], np.array([], dtype=np.float64)
+    doc_ids, raw_scores = zip(*results, strict=True)
+    scores = np.fromiter(raw_scores, dtype=np.float64, count=len(raw_scores))
+    finite = np.isfinite(scores)
+    if not finite.all():
+        bad = int(np.flatnonzero(~finite)[0])
+        raise RunError(f"non-finite score {scores[bad]!r} for document {doc_ids[bad]!r}; fix the system or embedder")
+    ranked = list(doc_ids)
+    if not (np.diff(scores) < 0).all():
+        order = np.argsort(-scores, kind="stable")
+        ranked, scores = [ranked[i] for i in order.tolist()], scores[order]
+        tied = np.flatnonzero(np.diff(scores) == 0)  # ranked[i] and ranked[i + 1] tie
+        if tied.size:  # each maximal run of equal scores: doc id ascending decides
+            breaks = np.diff(tied) > 1
+            starts, stops = tied[np.r_[True, breaks]], tied[np.r_[breaks, True]] + 2
+            for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
+                ranked[start:stop] = sorted(ranked[start:stop])
+    if len(set(ranked)) < len(ranked):  # a doc listed twice keeps its first (best-ranked) place
+        seen: set[str] = set()
+        keep = [i for i, doc_id in enumerate(ranked) if not (doc_id in seen or seen.add(doc_id))]
+        ranked, scores = [ranked[i] for i in keep], scores[keep]
+    return ranked, scores
 
 
 def warm_up_ranx() -> None:
@@ -88,25 +103,46 @@ def evaluate_run(run: Run, qrels: Qrels, measures: Sequence[str]) -> dict[str, d
     """Per-query values ``{measure: {qid: value}}`` for every judged query (tie-break applied here).
 
     Queries in the run but not in the qrels are ignored (they are unjudged); judged queries the run
-    misses or answers with nothing score 0.
+    misses or answers with nothing score 0. ranx gets arrays, not ``Run``/``Qrels`` objects built from
+    dicts (that building cost more than the evaluation): per query a ``[doc, score]`` float64 array
+    whose doc column is the number of a judged doc id (its place among the sorted judged ids: exact,
+    no hashing) or a distinct negative number for an unjudged one.
     """
-    from ranx import Qrels as RanxQrels
-    from ranx import Run as RanxRun
+    from numba.typed import List as TypedList
     from ranx import evaluate
 
     warm_up_ranx()
-    judged = {qid: dict(docs) for qid, docs in qrels.items() if docs}
-    ordered = {qid: tie_break(run.get(qid, [])) for qid in judged}
-    scored = rank_scores(ordered)
+    judged = {qid: docs for qid, docs in qrels.items() if docs}
     values = {measure: dict.fromkeys(judged, 0.0) for measure in measures}
+    judged_numbers = {doc_id: n for n, doc_id in enumerate(sorted({d for docs in judged.values() for d in docs}))}
+    scored, run_arrays, qrels_arrays = [], TypedList(), TypedList()
+    for qid, docs in judged.items():
+        doc_ids, _ = ranked_arrays(run.get(qid, []))
+        if not doc_ids:
+            continue
+        scored.append(qid)
+        rank_scores = np.arange(len(doc_ids), 0, -1.0)  # strictly decreasing: ranx keeps the tie-broken order
+        run_arrays.append(np.column_stack((_doc_numbers(doc_ids, docs, judged_numbers), rank_scores)))
+        by_relevance = sorted(docs.items(), key=lambda item: -item[1])
+        qrels_arrays.append(np.array([(judged_numbers[doc_id], rel) for doc_id, rel in by_relevance], dtype=np.float64))
     if scored:
-        ranx_run = RanxRun.from_dict(scored)
-        ranx_qrels = RanxQrels.from_dict({qid: judged[qid] for qid in scored})
-        evaluate(ranx_qrels, ranx_run, list(measures), threads=1)
+        # ranx 0.3 fails on ONE metric with return_mean=False (it looks the result up by family name): ask twice
+        names = list(measures) * (2 if len(measures) == 1 else 1)
+        per_measure = evaluate(qrels_arrays, run_arrays, names, return_mean=False, threads=1)
         for measure in measures:
-            for qid, value in ranx_run.scores[measure].items():
-                values[measure][qid] = float(value)
+            values[measure].update(zip(scored, per_measure[measure].tolist(), strict=True))
     return values
+
+
+def _doc_numbers(ranked: list[str], judged: Iterable[str], judged_numbers: Mapping[str, int]) -> np.ndarray:
+    """Float doc numbers for ranx: a judged doc's number, else ``-1 - position`` (unique, never judged).
+
+    Looks the few judged docs up in the ranking rather than every ranked doc up in the judgements.
+    """
+    numbers = -1.0 - np.arange(len(ranked), dtype=np.float64)
+    for doc_id in set(ranked).intersection(judged):
+        numbers[ranked.index(doc_id)] = judged_numbers[doc_id]
+    return numbers
 
 
 def evaluate_collection(

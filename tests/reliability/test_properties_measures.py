@@ -11,7 +11,7 @@ import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zerda_eval.measures import evaluate_run, mean_values
+from zerda_eval.measures import evaluate_run, mean_values, tie_break
 
 SETTINGS = settings(max_examples=60, deadline=None)
 MEASURES = ["ndcg@10", "mrr@10", "recall@100", "map@100", "precision@10", "ndcg@3", "precision@5"]
@@ -82,3 +82,18 @@ def test_a_perfect_run_scores_one(qrels, noise):
         has_relevant = any(grade > 0 for grade in judged.values())
         for measure in values:
             assert values[measure][qid] == pytest.approx(1.0 if has_relevant else 0.0, abs=1e-12), measure
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    hits=st.lists(
+        st.tuples(st.sampled_from(DOCS), st.one_of(st.sampled_from([0.0, 1.0, 2.0]), st.floats(-1e6, 1e6))),
+        max_size=40,
+    )
+)
+def test_tie_break_equals_the_plain_definition(hits):
+    best: dict[str, float] = {}
+    for doc, score in hits:
+        best[doc] = max(score, best.get(doc, score))
+    expected = sorted(best.items(), key=lambda item: (-item[1], item[0]))
+    assert tie_break(hits) == expected

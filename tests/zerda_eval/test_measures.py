@@ -16,7 +16,6 @@ from zerda_eval.measures import (
     Efficiency,
     evaluate_run,
     mean_values,
-    rank_scores,
     tie_break,
 )
 
@@ -24,7 +23,8 @@ from zerda_eval.measures import (
 def test_tie_break_orders_score_desc_then_doc_id_asc_and_dedupes():
     ranked = tie_break([("d3", 1.0), ("d1", 2.0), ("d2", 1.0), ("d1", 0.5)])
     assert ranked == [("d1", 2.0), ("d2", 1.0), ("d3", 1.0)]
-    assert rank_scores({"q": ranked}) == {"q": {"d1": 3.0, "d2": 2.0, "d3": 1.0}}
+    assert tie_break([("a", 1.0), ("a", 1.0)]) == [("a", 1.0)]
+    assert tie_break([]) == []
 
 
 def test_non_finite_score_is_a_run_error():
