@@ -1,7 +1,9 @@
 """Corpus embeddings on disk, so a grid embeds each corpus once per (model, parameters, corpus).
 
 The file is ``<cache_dir>/<key>.npy`` with ``key = sha256(embedder.name, embedder.params as sorted
-JSON, sha256 of the texts)``. Writes are atomic (temporary file + ``os.replace``), so a crash never
+JSON, sha256 of the texts)``. A corpus-fitted embedder (LSA) also leaves its fitted state in
+``<key>.fit.npz`` (plain arrays, no pickle), so a rerun restores it instead of refitting.
+Writes are atomic (temporary file + ``os.replace``), so a crash never
 leaves a half-written file under the final name; a file that is still unreadable, of the wrong shape
 or with non-finite values is treated as a miss and rewritten.
 """
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval.embeddings import Embedder
+from retrieval.embeddings import CorpusFitted, Embedder, EmbedderError
 from retrieval.embeddings.base import finish_embeddings
 
 logger = logging.getLogger(__name__)
@@ -47,15 +49,16 @@ def cache_key(embedder: Embedder, texts: Sequence[str]) -> str:
 def embed_corpus(embedder: Embedder, texts: Sequence[str], cache_dir: str | Path, mmap: bool = False) -> np.ndarray:
     """Embeddings of ``texts`` (float32, ``(len(texts), embedder.dim)``), from the cache when present.
 
-    ``embedder.fit(texts)`` always runs first: a corpus-fitted embedder (LSA) must be fitted on this
-    corpus to embed queries later, even on a cache hit, and fitting on ``texts`` is what makes the
-    key (which hashes ``texts``) determine the vectors. For pretrained models ``fit`` is a no-op.
-    ``mmap=True`` returns a read-only memory map of the cached file instead of loading it.
+    The embedder leaves fitted on ``texts`` (a corpus-fitted one, LSA, must be, to embed queries
+    later, even on a cache hit): restored from its saved state when there is one, else ``fit(texts)``,
+    which is what makes the key (which hashes ``texts``) determine the vectors. For pretrained models
+    ``fit`` is a no-op. ``mmap=True`` returns a read-only memory map of the cached file.
     """
     texts = list(texts)
-    embedder.fit(texts)
     cache_dir = Path(cache_dir)
-    path = cache_dir / f"{cache_key(embedder, texts)}.npy"
+    key = cache_key(embedder, texts)
+    _fit_or_restore(embedder, texts, cache_dir / f"{key}.fit.npz")
+    path = cache_dir / f"{key}.npy"
     expected_shape = (len(texts), embedder.dim)
     if path.exists():
         cached = _load_valid(path, expected_shape, mmap)
@@ -66,6 +69,23 @@ def embed_corpus(embedder: Embedder, texts: Sequence[str], cache_dir: str | Path
     cache_dir.mkdir(parents=True, exist_ok=True)
     _atomic_save(path, vectors)
     return _load_valid(path, expected_shape, mmap) if mmap else vectors
+
+
+def _fit_or_restore(embedder: Embedder, texts: list[str], state_path: Path) -> None:
+    """Restore a corpus-fitted embedder from ``state_path`` if it is readable, else fit it and save its state."""
+    if not isinstance(embedder, CorpusFitted):
+        embedder.fit(texts)
+        return
+    if state_path.exists():
+        try:
+            with np.load(state_path, allow_pickle=False) as state:
+                embedder.restore(state)
+            return
+        except (OSError, ValueError, EOFError, KeyError, EmbedderError):
+            logger.warning("fitted-state file %s is corrupt or incomplete; refitting", state_path)
+    embedder.fit(texts)
+    state_path.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_save(state_path, embedder.fitted_state())
 
 
 def _load_valid(path: Path, shape: tuple[int, int], mmap: bool) -> np.ndarray | None:
@@ -79,12 +99,15 @@ def _load_valid(path: Path, shape: tuple[int, int], mmap: bool) -> np.ndarray | 
     return array
 
 
-def _atomic_save(path: Path, array: np.ndarray) -> None:
-    """Write ``array`` to a temporary file beside ``path``, then rename it over ``path``."""
+def _atomic_save(path: Path, data: np.ndarray | dict[str, np.ndarray]) -> None:
+    """Write an array (``.npy``) or named arrays (``.npz``) to a temporary file beside ``path``, then rename it."""
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
-            np.save(handle, array, allow_pickle=False)
+            if isinstance(data, dict):
+                np.savez(handle, **data)
+            else:
+                np.save(handle, data, allow_pickle=False)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp_name, path)

@@ -7,6 +7,7 @@ imported only when an embedder is built.
 
 from retrieval.embeddings.base import (
     BaseEmbedder,
+    CorpusFitted,
     Embedder,
     EmbedderError,
     EmbedderUnavailable,
@@ -17,6 +18,7 @@ from retrieval.embeddings.registry import EMBEDDERS, load_embedder
 __all__ = [
     "EMBEDDERS",
     "BaseEmbedder",
+    "CorpusFitted",
     "Embedder",
     "EmbedderError",
     "EmbedderUnavailable",

@@ -9,7 +9,7 @@ the model or the adapter and raise ``EmbedderError`` instead of silently produci
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -34,6 +34,18 @@ class Embedder(Protocol):
     def fit(self, texts: Sequence[str]) -> Embedder: ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class CorpusFitted(Protocol):
+    """An embedder whose ``fit`` learns from the corpus, with its fitted state as plain arrays.
+
+    A cache keeps the state beside the corpus vectors, so a rerun restores it instead of refitting.
+    """
+
+    def fitted_state(self) -> dict[str, np.ndarray]: ...
+
+    def restore(self, state: Mapping[str, np.ndarray]) -> CorpusFitted: ...
 
 
 def finish_embeddings(matrix: Any, n_texts: int, dim: int, name: str) -> np.ndarray:

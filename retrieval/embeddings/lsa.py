@@ -7,7 +7,7 @@ Because it learns from the searched corpus it is not a pretrained model: its ``p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -76,6 +76,30 @@ class LSAEmbedder(BaseEmbedder):
         # Project with a C-contiguous basis: TruncatedSVD.transform multiplies by components_.T, which
         # makes scipy copy the whole (terms x components) matrix on every call (50 ms per query here).
         self._vectorizer, self._basis = vectorizer, np.ascontiguousarray(svd.components_.T)
+        return self
+
+    def fitted_state(self) -> dict[str, np.ndarray]:
+        """Vocabulary (terms in column order), idf and SVD basis: all ``restore`` needs, no pickle."""
+        if self._basis is None:
+            raise EmbedderError("lsa embedder is not fitted; call fit(corpus_texts) before fitted_state()")
+        terms = np.array(self._vectorizer.get_feature_names_out(), dtype=str)
+        return {"terms": terms, "idf": self._vectorizer.idf_, "basis": self._basis}
+
+    def restore(self, state: Mapping[str, np.ndarray]) -> LSAEmbedder:
+        """Become the embedder ``fitted_state`` was taken from (same vectors, bit for bit)."""
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        terms, idf, basis = (np.asarray(state[key]) for key in ("terms", "idf", "basis"))
+        if not (terms.ndim == idf.ndim == 1 and terms.size == idf.size == basis.shape[0] and basis.ndim == 2):
+            raise EmbedderError(f"lsa state does not fit together: {terms.size} terms, {idf.size} idf, {basis.shape}")
+        vectorizer = TfidfVectorizer(
+            analyzer=self._analyze,
+            sublinear_tf=self.params["sublinear_tf"],
+            vocabulary={term: column for column, term in enumerate(terms.tolist())},
+        )
+        vectorizer.idf_ = idf
+        self.n_components = basis.shape[1]
+        self._vectorizer, self._basis = vectorizer, np.ascontiguousarray(basis)
         return self
 
     def _encode(self, texts: list[str]) -> np.ndarray:

@@ -104,3 +104,36 @@ def test_corpus_fitted_embedder_is_fitted_even_on_a_cache_hit(tmp_path):
     np.testing.assert_array_equal(cached, vectors)
     np.testing.assert_allclose(fresh.embed(["beta gamma"]), first.embed(["beta gamma"]), atol=1e-6)
     np.testing.assert_allclose(fresh.embed(["beta gamma"])[0], vectors[2], atol=1e-6)
+
+
+def test_lsa_state_is_restored_instead_of_refitted_and_embeds_identically(tmp_path, monkeypatch):
+    from zerda_eval.datasets import load_collection
+
+    collection = load_collection("quranqa23/taskA/dev")
+    queries = list(collection.queries.values())[:20]
+    fitted = LSAEmbedder(dim=64)
+    vectors = embed_corpus(fitted, collection.texts, tmp_path)
+    state_file = tmp_path / f"{cache_key(fitted, collection.texts)}.fit.npz"
+    assert state_file.exists()
+
+    def no_fit(self, texts):
+        raise AssertionError("a cached LSA state must be restored, not refitted")
+
+    monkeypatch.setattr(LSAEmbedder, "fit", no_fit)
+    restored = LSAEmbedder(dim=64)
+    np.testing.assert_array_equal(embed_corpus(restored, collection.texts, tmp_path), vectors)
+    np.testing.assert_array_equal(restored.embed(queries), fitted.embed(queries))
+
+
+def test_corrupt_lsa_state_is_refitted_with_a_warning(tmp_path, caplog):
+    first = LSAEmbedder(dim=3)
+    vectors = embed_corpus(first, TEXTS, tmp_path)
+    state_file = tmp_path / f"{cache_key(first, TEXTS)}.fit.npz"
+    state_file.write_bytes(b"not an npz")
+    again = LSAEmbedder(dim=3)
+    with caplog.at_level(logging.WARNING):
+        np.testing.assert_array_equal(embed_corpus(again, TEXTS, tmp_path), vectors)
+    assert "refitting" in caplog.text
+    np.testing.assert_array_equal(again.embed(["beta gamma"]), first.embed(["beta gamma"]))
+    with np.load(state_file, allow_pickle=False) as state:  # rewritten whole
+        assert set(state.files) == {"terms", "idf", "basis"}
