@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
+
 from zerda_eval.errors import RunError
 
 TMP_PREFIX = ".tmp-"
@@ -48,6 +50,15 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 def atomic_write_text(path: Path, text: str) -> None:
     """UTF-8 text version of ``atomic_write_bytes``."""
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def build_lock(path: Path) -> FileLock:
+    """An exclusive lock on ``<path>.lock`` (``filelock``, any OS): one process builds a shared cache entry.
+
+    Dask workers of one grid share the cache directory; the others wait, then read what was built.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(f"{path}.lock")
 
 
 def cell_dir(output_dir: Path, cell_id: str) -> Path:

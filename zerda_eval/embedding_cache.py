@@ -22,6 +22,7 @@ import numpy as np
 
 from retrieval.embeddings import CorpusFitted, Embedder, EmbedderError
 from retrieval.embeddings.base import finish_embeddings
+from zerda_eval.cache import build_lock
 
 logger = logging.getLogger(__name__)
 
@@ -57,17 +58,17 @@ def embed_corpus(embedder: Embedder, texts: Sequence[str], cache_dir: str | Path
     texts = list(texts)
     cache_dir = Path(cache_dir)
     key = cache_key(embedder, texts)
-    _fit_or_restore(embedder, texts, cache_dir / f"{key}.fit.npz")
     path = cache_dir / f"{key}.npy"
-    expected_shape = (len(texts), embedder.dim)
-    if path.exists():
-        cached = _load_valid(path, expected_shape, mmap)
-        if cached is not None:
-            return cached
-        logger.warning("embedding cache file %s is corrupt or incomplete; recomputing it", path)
-    vectors = finish_embeddings(embedder.embed(texts), len(texts), embedder.dim, embedder.name)
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    _atomic_save(path, vectors)
+    with build_lock(path):  # concurrent workers: one fits and embeds, the others then read its files
+        _fit_or_restore(embedder, texts, cache_dir / f"{key}.fit.npz")
+        expected_shape = (len(texts), embedder.dim)
+        if path.exists():
+            cached = _load_valid(path, expected_shape, mmap)
+            if cached is not None:
+                return cached
+            logger.warning("embedding cache file %s is corrupt or incomplete; recomputing it", path)
+        vectors = finish_embeddings(embedder.embed(texts), len(texts), embedder.dim, embedder.name)
+        _atomic_save(path, vectors)
     return _load_valid(path, expected_shape, mmap) if mmap else vectors
 
 

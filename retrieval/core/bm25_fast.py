@@ -15,7 +15,7 @@ larger than memory from the page cache.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numba
@@ -140,26 +140,33 @@ class SparseBM25:
     def __len__(self) -> int:
         return self.n_docs
 
-    def fit(self, corpus_tokens: Sequence[list[str]]) -> SparseBM25:
-        """Index documents given as token lists (the input of ``BM25Index.fit``)."""
-        n_docs = len(corpus_tokens)
+    def fit(self, corpus_tokens: Iterable[list[str]]) -> SparseBM25:
+        """Index documents given as token lists (the input of ``BM25Index.fit``) in ONE pass.
+
+        A generator streams: only its token ids (int32) are held, never the token lists.
+        """
         vocabulary: dict[str, int] = {}
-        term_ids = np.fromiter(
-            (vocabulary.setdefault(term, len(vocabulary)) for doc in corpus_tokens for term in doc),
-            dtype=np.int64,
-        )
-        lengths = np.fromiter((len(doc) for doc in corpus_tokens), dtype=np.int64, count=n_docs)
-        doc_ids = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
+        lengths: list[int] = []
+
+        def terms() -> Iterator[str]:
+            for doc in corpus_tokens:
+                lengths.append(len(doc))
+                yield from doc
+
+        term_ids = np.fromiter((vocabulary.setdefault(term, len(vocabulary)) for term in terms()), dtype=np.int32)
+        n_docs = len(lengths)
+        doc_lengths = np.asarray(lengths, dtype=np.int64)
+        doc_ids = np.repeat(np.arange(n_docs, dtype=np.int32), doc_lengths)
         # Duplicate (term, doc) pairs are summed into term frequencies by the COO -> CSR conversion.
         tf = sp.csr_matrix(
             (np.ones(len(term_ids)), (term_ids, doc_ids)), shape=(len(vocabulary), n_docs), dtype=np.float64
         )
         tf.sum_duplicates()
         self.vocabulary = vocabulary
-        self.avg_dl = int(lengths.sum()) / n_docs if n_docs else 0.0
+        self.avg_dl = int(doc_lengths.sum()) / n_docs if n_docs else 0.0
         # Same operations, same order as BM25Index.fit / .scores, so each weight is bit-identical.
         avg_dl = self.avg_dl or 1.0
-        length_norm = self.k1 * (1.0 - self.b + self.b * lengths.astype(np.float64) / avg_dl)
+        length_norm = self.k1 * (1.0 - self.b + self.b * doc_lengths.astype(np.float64) / avg_dl)
         idf = np.array([bm25_idf(n_docs, int(df)) for df in np.diff(tf.indptr)], dtype=np.float64)
         row_idf = np.repeat(idf, np.diff(tf.indptr))
         tf.data = row_idf * tf.data * (self.k1 + 1.0) / (tf.data + length_norm[tf.indices])

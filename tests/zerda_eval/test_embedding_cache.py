@@ -14,6 +14,11 @@ from zerda_eval.embedding_cache import cache_key, embed_corpus, texts_sha256
 TEXTS = ["alpha beta", "gamma delta epsilon", "beta gamma", "zeta eta theta"]
 
 
+def cache_files(folder) -> list[str]:
+    """Files in a cache folder, without the lock files concurrent builders synchronise on."""
+    return sorted(p.name for p in folder.iterdir() if p.suffix != ".lock")
+
+
 class CountingEmbedder(BaseEmbedder):
     """Character-count vectors; counts how many texts it embedded."""
 
@@ -33,7 +38,7 @@ def test_second_call_reads_the_cache(tmp_path):
     assert embedder.embedded == len(TEXTS)
     np.testing.assert_array_equal(first, second)
     np.testing.assert_array_equal(second, CountingEmbedder().embed(TEXTS))
-    assert [p.name for p in tmp_path.iterdir()] == [f"{cache_key(embedder, TEXTS)}.npy"]  # no temp left
+    assert cache_files(tmp_path) == [f"{cache_key(embedder, TEXTS)}.npy"]  # no temp left
 
 
 def test_key_depends_on_model_params_and_corpus():
@@ -82,7 +87,7 @@ def test_failed_embedding_leaves_no_file(tmp_path):
 
     with pytest.raises(RuntimeError, match="model crashed"):
         embed_corpus(Failing(), TEXTS, tmp_path / "cache")
-    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+    assert not (tmp_path / "cache").exists() or not cache_files(tmp_path / "cache")
 
 
 def test_interrupted_write_leaves_neither_temp_nor_final_file(tmp_path, monkeypatch):
@@ -93,7 +98,7 @@ def test_interrupted_write_leaves_neither_temp_nor_final_file(tmp_path, monkeypa
     monkeypatch.setattr("zerda_eval.embedding_cache.np.save", crash_mid_write)
     with pytest.raises(OSError, match="disk full"):
         embed_corpus(CountingEmbedder(), TEXTS, tmp_path)
-    assert list(tmp_path.iterdir()) == []
+    assert cache_files(tmp_path) == []
 
 
 def test_corpus_fitted_embedder_is_fitted_even_on_a_cache_hit(tmp_path):
@@ -137,3 +142,22 @@ def test_corrupt_lsa_state_is_refitted_with_a_warning(tmp_path, caplog):
     np.testing.assert_array_equal(again.embed(["beta gamma"]), first.embed(["beta gamma"]))
     with np.load(state_file, allow_pickle=False) as state:  # rewritten whole
         assert set(state.files) == {"terms", "idf", "basis"}
+
+
+def test_concurrent_callers_embed_a_corpus_once(tmp_path):
+    import threading
+
+    embedders = [CountingEmbedder() for _ in range(4)]
+    results = [None] * len(embedders)
+
+    def embed(i):
+        results[i] = embed_corpus(embedders[i], TEXTS, tmp_path)
+
+    threads = [threading.Thread(target=embed, args=(i,)) for i in range(len(embedders))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(embedder.embedded for embedder in embedders) == len(TEXTS)
+    for result in results:
+        np.testing.assert_array_equal(result, results[0])

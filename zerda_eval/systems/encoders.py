@@ -67,8 +67,8 @@ class CorpusVectors:
         with _embedder_errors_as_run_errors():
             if cache_dir is None:
                 self.matrix = self._embed(self.embedder.fit(texts), list(texts))
-            else:  # embed_corpus fits the embedder too (LSA needs it to embed queries)
-                self.matrix = np.asarray(embed_corpus(self.embedder, list(texts), cache_dir), dtype=np.float32)
+            else:  # fitted (LSA needs it to embed queries) and memory-mapped: pages shared across workers
+                self.matrix = embed_corpus(self.embedder, list(texts), cache_dir, mmap=True)
         self._query_cache: dict[str, np.ndarray] = {}
 
     @staticmethod

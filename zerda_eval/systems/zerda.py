@@ -121,10 +121,8 @@ class ZerdaKeyword(System):
         p = self.params
         self._doc_ids = list(collection.doc_ids)
         if p["engine"] == "fast":
-            from retrieval.core.bm25_fast import SparseBM25
-
             self._analyze = collection_analyzer(p, collection, self.stats)
-            self._fast = SparseBM25(k1=p["k1"], b=p["b"]).fit([self._analyze(t) for t in collection.texts])
+            self._fast = _sparse_bm25(collection.texts, self._analyze, p, self.stats["analyzer"], cache_dir)
         else:
             self.stats["analyzer"] = "seed tokenizer"
             self._retriever = TunedKeywordRetriever(ContextEngineConfig(), p["k1"], p["b"])
@@ -137,6 +135,17 @@ class ZerdaKeyword(System):
         rows, values = indices[0].tolist(), scores[0].tolist()
         best = (max(values) if values else 0.0) or 1.0  # as KeywordRetriever: no match keeps 0.0 scores
         return [(self._doc_ids[row], value / best) for row, value in zip(rows[:k], values[:k], strict=True)]
+
+
+def _sparse_bm25(texts: list[str], analyze: Any, params: dict[str, Any], described: dict, cache_dir: Path | None):
+    """``SparseBM25`` of the texts: memory-mapped from ``cache_dir`` (built there once), else in memory."""
+    if cache_dir is None:
+        from retrieval.core.bm25_fast import SparseBM25
+
+        return SparseBM25(k1=params["k1"], b=params["b"]).fit(analyze(text) for text in texts)
+    from zerda_eval.index_cache import cached_sparse_bm25
+
+    return cached_sparse_bm25(texts, analyze, params["k1"], params["b"], described, cache_dir)
 
 
 VECTOR_BACKENDS = ("adapter", "in_memory", "faiss", "chroma")

@@ -9,6 +9,7 @@ import pytest
 
 from retrieval.core import BM25Index, tokenize
 from retrieval.core.bm25_fast import SparseBM25
+from tests.arrays import backed_by_memmap
 
 BUNDLED = [
     "beir/scifact/test",
@@ -28,15 +29,6 @@ def assert_same_top_k(fast: SparseBM25, ref: BM25Index, queries: list[list[str]]
         expected = ref.top_k(query, k)
         assert docs[row].tolist() == [doc for doc, _ in expected], f"query {row}: {query}"
         np.testing.assert_allclose(scores[row], [score for _, score in expected], rtol=0, atol=1e-9)
-
-
-def backed_by_memmap(array: np.ndarray) -> bool:
-    """True when ``array`` or one of the arrays it views is a ``np.memmap`` (no copy was made)."""
-    while isinstance(array, np.ndarray):
-        if isinstance(array, np.memmap):
-            return True
-        array = array.base
-    return False
 
 
 @pytest.fixture(scope="module", params=BUNDLED)

@@ -1,0 +1,101 @@
+"""The BM25 index cache: built once per (corpus, k1, b, analyzer), memory-mapped, same answers, safe to share."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import numpy as np
+import pytest
+
+from retrieval.core import analyzer, tokenize
+from retrieval.core.bm25_fast import SparseBM25
+from tests.arrays import backed_by_memmap
+from zerda_eval import index_cache
+from zerda_eval.index_cache import cached_sparse_bm25, index_key
+
+TEXTS = ["the cat sat on the mat", "a dog and a cat", "dogs bark", "مرحبا بالعالم", "the the the cat"]
+QUERIES = [tokenize("cat mat"), tokenize("dog"), tokenize("بالعالم"), tokenize("nothing here")]
+PLAIN = {"normalization": "none", "stemmer": None}
+
+
+def built(cache_dir, k1=1.5, b=0.75, described=PLAIN, texts=TEXTS):
+    return cached_sparse_bm25(texts, tokenize, k1, b, described, cache_dir)
+
+
+def test_cached_index_is_memory_mapped_and_answers_as_one_built_in_memory(tmp_path):
+    reference = SparseBM25().fit([tokenize(text) for text in TEXTS])
+    for _ in range(2):  # built, then read back
+        index = built(tmp_path)
+        assert all(backed_by_memmap(getattr(index.weights, name)) for name in ("data", "indices", "indptr"))
+        for got, expected in zip(index.top_k_batch(QUERIES, 3), reference.top_k_batch(QUERIES, 3), strict=True):
+            np.testing.assert_array_equal(got, expected)
+    assert len(list((tmp_path / "bm25").iterdir())) == 2  # the index directory and its lock file
+
+
+def test_a_second_call_does_not_rebuild(tmp_path, monkeypatch):
+    built(tmp_path)
+
+    def no_fit(self, corpus_tokens):
+        raise AssertionError("a cached index must be loaded, not rebuilt")
+
+    monkeypatch.setattr(SparseBM25, "fit", no_fit)
+    built(tmp_path)
+
+
+def test_key_separates_params_analyzer_and_corpus():
+    keys = {
+        index_key(1.5, 0.75, PLAIN, TEXTS),
+        index_key(1.2, 0.75, PLAIN, TEXTS),
+        index_key(1.5, 0.5, PLAIN, TEXTS),
+        index_key(1.5, 0.75, {"normalization": "light", "stemmer": None}, TEXTS),
+        index_key(1.5, 0.75, PLAIN, TEXTS[:-1]),
+    }
+    assert len(keys) == 5
+    assert index_key(1.5, 0.75, PLAIN, list(TEXTS)) == index_key(1.5, 0.75, PLAIN, TEXTS)
+
+
+def test_analyzer_options_reach_the_index(tmp_path):
+    light = analyzer("light", None)
+    index = cached_sparse_bm25(["أحمد في المدرسة"], light, 1.5, 0.75, {"normalization": "light"}, tmp_path)
+    assert "احمد" in index.vocabulary and "أحمد" not in index.vocabulary
+
+
+def test_an_index_that_does_not_load_is_rebuilt(tmp_path, caplog):
+    built(tmp_path)
+    directory = tmp_path / "bm25" / index_key(1.5, 0.75, PLAIN, TEXTS)
+    (directory / "vocabulary.json").write_text("{broken", encoding="utf-8")
+    with caplog.at_level(logging.WARNING):
+        index = built(tmp_path)
+    assert "rebuilding" in caplog.text
+    assert index.n_docs == len(TEXTS)
+
+
+def test_concurrent_builders_build_once(tmp_path, monkeypatch):
+    calls = []
+    fit = SparseBM25.fit
+
+    def counting_fit(self, corpus_tokens):
+        calls.append(1)
+        return fit(self, corpus_tokens)
+
+    monkeypatch.setattr(SparseBM25, "fit", counting_fit)
+    threads = [threading.Thread(target=built, args=(tmp_path,)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(calls) == 1
+    assert not [p for p in (tmp_path / "bm25").iterdir() if p.name.startswith(".")]  # no temporary left
+
+
+def test_a_failed_build_leaves_no_index(tmp_path, monkeypatch):
+    def failing_save(self, directory):
+        (directory / "indptr.npy").write_bytes(b"half")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(SparseBM25, "save", failing_save)
+    with pytest.raises(OSError):
+        built(tmp_path)
+    assert [p.name for p in (tmp_path / "bm25").iterdir()] == [f"{index_key(1.5, 0.75, PLAIN, TEXTS)}.lock"]
+    assert index_cache.SparseBM25 is SparseBM25
