@@ -1,13 +1,16 @@
 """Same config, same machine -> byte-identical run files and identical results (timing columns aside).
 
 Two fresh runs (separate output and cache folders, so nothing is reused) of a small grid covering the
-zerda and pipeline families, a dense hybrid in both ``rrf_order`` modes and a fusion. The quickstart
-itself is not run here: one run did not finish within 10 minutes on the loaded shared machine.
+zerda and pipeline families, a dense hybrid in both ``rrf_order`` modes and a fusion; and two fresh runs
+of the README's quickstart itself (``experiments/quickstart.toml``, 18 cells, as shipped), side by side
+in two processes.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from importlib import metadata
 from pathlib import Path
 
@@ -107,3 +110,20 @@ def test_trec_eval_on_the_saved_run_file_gives_the_reported_numbers(cli, tmp_pat
     for qid, scores in read_run(cell, use_scores=True).items():
         ranked = list(read_run(cell)[qid])
         assert [scores[doc] for doc in ranked] == sorted(scores.values(), reverse=True), qid
+
+
+@pytest.mark.slow  # two cold quickstart runs in parallel: about a minute on 2 cores
+def test_two_runs_of_the_quickstart_are_identical(tmp_path):
+    config = Path(__file__).resolve().parents[2] / "experiments" / "quickstart.toml"
+    roots = [tmp_path / "first", tmp_path / "second"]
+    runs = []
+    for root in roots:  # separate working folders: fresh runs/ and cache/ each, nothing shared
+        root.mkdir()
+        command = [sys.executable, "-m", "zerda_eval", "run", str(config), "--no-report"]
+        runs.append(subprocess.Popen(command, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+    for run in runs:
+        _, err = run.communicate(timeout=600)
+        assert run.returncode == 0, err
+    first, second = (root / "runs" / "quickstart" for root in roots)
+    assert_identical(first, second, n_cells=18)
+    assert (first / "experiment.json").read_bytes() == (second / "experiment.json").read_bytes()
