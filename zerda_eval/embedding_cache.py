@@ -16,6 +16,7 @@ import logging
 import os
 import tempfile
 from collections.abc import Sequence
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ from retrieval.embeddings.base import finish_embeddings
 from zerda_eval.cache import build_lock
 
 logger = logging.getLogger(__name__)
+EMBED_BATCH = 16_384  # texts per embed call; every bundled corpus fits in one (identical to one call)
 
 
 def texts_sha256(texts: Sequence[str]) -> str:
@@ -55,24 +57,46 @@ def embed_corpus(embedder: Embedder, texts: Sequence[str], cache_dir: str | Path
     which is what makes the key (which hashes ``texts``) determine the vectors. For pretrained models
     ``fit`` is a no-op. ``mmap=True`` returns a read-only memory map of the cached file.
     """
-    texts = list(texts)
     cache_dir = Path(cache_dir)
     key = cache_key(embedder, texts)
     path = cache_dir / f"{key}.npy"
+    expected_shape = (len(texts), embedder.dim)
     with build_lock(path):  # concurrent workers: one fits and embeds, the others then read its files
         _fit_or_restore(embedder, texts, cache_dir / f"{key}.fit.npz")
-        expected_shape = (len(texts), embedder.dim)
+        cached = _load_valid(path, expected_shape, mmap) if path.exists() else None
+        if cached is not None:
+            return cached
         if path.exists():
-            cached = _load_valid(path, expected_shape, mmap)
-            if cached is not None:
-                return cached
             logger.warning("embedding cache file %s is corrupt or incomplete; recomputing it", path)
-        vectors = finish_embeddings(embedder.embed(texts), len(texts), embedder.dim, embedder.name)
-        _atomic_save(path, vectors)
-    return _load_valid(path, expected_shape, mmap) if mmap else vectors
+        _embed_to_file(embedder, texts, path)
+    return _load_valid(path, expected_shape, mmap)
 
 
-def _fit_or_restore(embedder: Embedder, texts: list[str], state_path: Path) -> None:
+def _embed_to_file(embedder: Embedder, texts: Sequence[str], path: Path) -> None:
+    """Embed ``texts`` batch by batch straight into a ``.npy`` file, written under a temporary name then renamed.
+
+    Batches are consumed from one pass over ``texts``, so a streamed corpus is never held in memory.
+    """
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        out = np.lib.format.open_memmap(tmp_name, mode="w+", dtype=np.float32, shape=(len(texts), embedder.dim))
+        start, remaining = 0, iter(texts)
+        while batch := list(islice(remaining, EMBED_BATCH)):
+            block = finish_embeddings(embedder.embed(batch), len(batch), embedder.dim, embedder.name)
+            out[start : start + len(batch)] = block
+            start += len(batch)
+        out.flush()
+        del out
+        with open(tmp_name, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+
+
+def _fit_or_restore(embedder: Embedder, texts: Sequence[str], state_path: Path) -> None:
     """Restore a corpus-fitted embedder from ``state_path`` if it is readable, else fit it and save its state."""
     if not isinstance(embedder, CorpusFitted):
         embedder.fit(texts)
@@ -100,15 +124,12 @@ def _load_valid(path: Path, shape: tuple[int, int], mmap: bool) -> np.ndarray | 
     return array
 
 
-def _atomic_save(path: Path, data: np.ndarray | dict[str, np.ndarray]) -> None:
-    """Write an array (``.npy``) or named arrays (``.npz``) to a temporary file beside ``path``, then rename it."""
+def _atomic_save(path: Path, state: dict[str, np.ndarray]) -> None:
+    """Write named arrays (``.npz``) to a temporary file beside ``path``, then rename it over ``path``."""
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
-            if isinstance(data, dict):
-                np.savez(handle, **data)
-            else:
-                np.save(handle, data, allow_pickle=False)
+            np.savez(handle, **state)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp_name, path)

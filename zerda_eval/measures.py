@@ -21,6 +21,7 @@ import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -61,13 +62,12 @@ def ranked_arrays(results: Sequence[tuple[str, float]]) -> tuple[list[str], np.n
     """
     if not results:
         return [], np.array([], dtype=np.float64)
-    doc_ids, raw_scores = zip(*results, strict=True)
-    scores = np.fromiter(raw_scores, dtype=np.float64, count=len(raw_scores))
+    ranked = list(map(itemgetter(0), results))
+    scores = np.fromiter(map(itemgetter(1), results), dtype=np.float64, count=len(ranked))
     finite = np.isfinite(scores)
     if not finite.all():
         bad = int(np.flatnonzero(~finite)[0])
-        raise RunError(f"non-finite score {scores[bad]!r} for document {doc_ids[bad]!r}; fix the system or embedder")
-    ranked = list(doc_ids)
+        raise RunError(f"non-finite score {scores[bad]!r} for document {ranked[bad]!r}; fix the system or embedder")
     if not (np.diff(scores) < 0).all():
         order = np.argsort(-scores, kind="stable")
         ranked, scores = [ranked[i] for i in order.tolist()], scores[order]

@@ -7,7 +7,7 @@ Because it learns from the searched corpus it is not a pretrained model: its ``p
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -52,13 +52,12 @@ class LSAEmbedder(BaseEmbedder):
         self._vectorizer = None
         self._basis: np.ndarray | None = None  # (n_terms, n_components), C-contiguous
 
-    def fit(self, texts: Sequence[str]) -> LSAEmbedder:
-        """Learn the vocabulary, idf and SVD basis from ``texts`` (the corpus to be searched)."""
+    def fit(self, texts: Iterable[str]) -> LSAEmbedder:
+        """Learn the vocabulary, idf and SVD basis from ``texts`` (the corpus to be searched), in one pass."""
         from sklearn.decomposition import TruncatedSVD
         from sklearn.feature_extraction.text import TfidfVectorizer
         from threadpoolctl import threadpool_limits
 
-        texts = list(texts)
         vectorizer = TfidfVectorizer(
             analyzer=self._analyze, sublinear_tf=self.params["sublinear_tf"], min_df=self.params["min_df"]
         )

@@ -7,7 +7,7 @@ import logging
 import numpy as np
 import pytest
 
-from retrieval.embeddings import BaseEmbedder
+from retrieval.embeddings import BaseEmbedder, finish_embeddings
 from retrieval.embeddings.lsa import LSAEmbedder
 from zerda_eval.embedding_cache import cache_key, embed_corpus, texts_sha256
 
@@ -17,6 +17,13 @@ TEXTS = ["alpha beta", "gamma delta epsilon", "beta gamma", "zeta eta theta"]
 def cache_files(folder) -> list[str]:
     """Files in a cache folder, without the lock files concurrent builders synchronise on."""
     return sorted(p.name for p in folder.iterdir() if p.suffix != ".lock")
+
+
+class InOrderOnly(list):
+    """A list that refuses random access: what embedding a streamed corpus may use."""
+
+    def __getitem__(self, index):
+        raise AssertionError("a streamed corpus is read in order, not indexed")
 
 
 class CountingEmbedder(BaseEmbedder):
@@ -91,14 +98,29 @@ def test_failed_embedding_leaves_no_file(tmp_path):
 
 
 def test_interrupted_write_leaves_neither_temp_nor_final_file(tmp_path, monkeypatch):
-    def crash_mid_write(handle, array, allow_pickle):
-        handle.write(b"\x93NUMPY partial")
-        raise OSError("disk full")
+    monkeypatch.setattr("zerda_eval.embedding_cache.EMBED_BATCH", 2)
+    written = []
 
-    monkeypatch.setattr("zerda_eval.embedding_cache.np.save", crash_mid_write)
+    def crash_on_second_batch(matrix, n_texts, dim, name):
+        written.append(n_texts)
+        if len(written) == 2:
+            raise OSError("disk full")
+        return finish_embeddings(matrix, n_texts, dim, name)
+
+    monkeypatch.setattr("zerda_eval.embedding_cache.finish_embeddings", crash_on_second_batch)
     with pytest.raises(OSError, match="disk full"):
         embed_corpus(CountingEmbedder(), TEXTS, tmp_path)
+    assert written == [2, 2]  # the first batch was in the file when the second failed
     assert cache_files(tmp_path) == []
+
+
+def test_batches_write_the_same_matrix_as_one_call(tmp_path, monkeypatch):
+    whole = embed_corpus(CountingEmbedder(), TEXTS, tmp_path / "whole")
+    monkeypatch.setattr("zerda_eval.embedding_cache.EMBED_BATCH", 3)
+    embedder = CountingEmbedder()
+    batched = embed_corpus(embedder, InOrderOnly(TEXTS), tmp_path / "batched")
+    np.testing.assert_array_equal(batched, whole)
+    assert embedder.embedded == len(TEXTS)
 
 
 def test_corpus_fitted_embedder_is_fitted_even_on_a_cache_hit(tmp_path):

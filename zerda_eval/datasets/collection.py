@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +21,7 @@ class Collection:
     id: str
     language: str
     doc_ids: list[str]
-    texts: list[str]
+    texts: Sequence[str]  # a list, or ``StreamedTexts`` for a corpus too large to hold
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
     no_answer_qids: frozenset[str] = frozenset()
@@ -41,12 +41,14 @@ def build_collection(
     qrels: Iterable[Any],
     options: dict[str, Any],
     relevance: Callable[[int], int | None] = lambda grade: grade,
+    stream_texts: bool = False,
 ) -> Collection:
     """Collect ir_datasets records into a ``Collection``.
 
-    ``relevance`` maps each raw grade to the protocol's grade, or to None to drop the pair. Queries
-    without any remaining judgement are left out, as trec_eval does; a question whose only judgement
-    is the document ``"-1"`` is a no-answer question (Qur'an QA 2023).
+    ``stream_texts`` keeps only the doc ids; the texts are then read from ir_datasets when iterated
+    (``zerda_eval.datasets.streamed``). ``relevance`` maps each raw grade to the protocol's grade, or to
+    None to drop the pair. Queries without any remaining judgement are left out, as trec_eval does; a
+    question whose only judgement is the document ``"-1"`` is a no-answer question (Qur'an QA 2023).
     """
     doc_ids: list[str] = []
     texts: list[str] = []
@@ -56,7 +58,8 @@ def build_collection(
             raise DataFormatError(f"{dataset_id}: duplicate doc id {doc.doc_id!r}; doc ids must be unique")
         seen.add(doc.doc_id)
         doc_ids.append(doc.doc_id)
-        texts.append(record_text(doc))
+        if not stream_texts:
+            texts.append(record_text(doc))
     judged: dict[str, dict[str, int]] = {}
     for qrel in qrels:
         grade = relevance(qrel.relevance)
@@ -65,4 +68,8 @@ def build_collection(
     query_texts = {q.query_id: record_text(q) for q in queries if q.query_id in judged}
     qrels_in_order = {qid: judged[qid] for qid in query_texts}
     no_answer = frozenset(qid for qid, docs_ in qrels_in_order.items() if set(docs_) == {NO_ANSWER_ID})
+    if stream_texts:
+        from zerda_eval.datasets.streamed import StreamedTexts
+
+        texts = StreamedTexts(dataset_id, doc_ids)
     return Collection(dataset_id, language, doc_ids, texts, query_texts, qrels_in_order, no_answer, options)

@@ -7,7 +7,7 @@ from typing import Any
 
 import ir_datasets
 
-from zerda_eval.datasets import protocols
+from zerda_eval.datasets import protocols, streamed
 from zerda_eval.datasets.collection import Collection, build_collection
 from zerda_eval.datasets.paths import ir_datasets_home
 from zerda_eval.datasets.registry import BUNDLED
@@ -66,6 +66,7 @@ def _cached(dataset_id: str, frozen: tuple[tuple[str, Any], ...]) -> Collection:
             dataset.qrels_iter(),
             options,
             relevance,
+            stream_texts=(dataset.docs_count() or 0) > streamed.STREAM_ABOVE_DOCS,
         )
     except _DOWNLOAD_ERRORS as error:
         raise DatasetError(_offline_message(dataset_id, error)) from None
