@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,29 +24,39 @@ from zerda_eval.errors import RunError
 TMP_PREFIX = ".tmp-"
 
 
+@contextmanager
+def replaced_atomically(path: Path) -> Iterator[Path]:
+    """A temporary file beside ``path`` to write; synced and renamed over ``path`` if the block succeeds.
+
+    On any failure (an exception, Ctrl-C) the temporary file is removed: ``path`` is whole or absent.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=TMP_PREFIX, dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        with tmp.open("rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same directory and ``os.replace``.
+    """Write ``data`` to ``path`` through ``replaced_atomically``.
 
     A failed write (disk full, permissions) leaves no temp file and is a one-line ``RunError``.
     """
-    tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=path.parent)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise RunError(
-                f"cannot write {path} ({exc.strerror or exc}); free space or fix permissions, "
-                "then rerun the same command to resume"
-            ) from exc
-        raise
+        with replaced_atomically(path) as tmp:
+            tmp.write_bytes(data)
+    except OSError as exc:
+        raise RunError(
+            f"cannot write {path} ({exc.strerror or exc}); free space or fix permissions, "
+            "then rerun the same command to resume"
+        ) from exc
 
 
 def atomic_write_text(path: Path, text: str) -> None:

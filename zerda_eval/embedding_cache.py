@@ -3,7 +3,7 @@
 The file is ``<cache_dir>/<key>.npy`` with ``key = sha256(embedder.name, embedder.params as sorted
 JSON, sha256 of the texts)``. A corpus-fitted embedder (LSA) also leaves its fitted state in
 ``<key>.fit.npz`` (plain arrays, no pickle), so a rerun restores it instead of refitting.
-Writes are atomic (temporary file + ``os.replace``), so a crash never
+Writes are atomic (``cache.replaced_atomically``: temporary file + ``os.replace``), so a crash never
 leaves a half-written file under the final name; a file that is still unreadable, of the wrong shape
 or with non-finite values is treated as a miss and rewritten.
 """
@@ -13,8 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 from collections.abc import Sequence
 from itertools import islice
 from pathlib import Path
@@ -23,7 +21,7 @@ import numpy as np
 
 from retrieval.embeddings import CorpusFitted, Embedder, EmbedderError
 from retrieval.embeddings.base import finish_embeddings
-from zerda_eval.cache import build_lock
+from zerda_eval.cache import build_lock, replaced_atomically
 
 logger = logging.getLogger(__name__)
 EMBED_BATCH = 16_384  # texts per embed call; every bundled corpus fits in one (identical to one call)
@@ -73,14 +71,12 @@ def embed_corpus(embedder: Embedder, texts: Sequence[str], cache_dir: str | Path
 
 
 def _embed_to_file(embedder: Embedder, texts: Sequence[str], path: Path) -> None:
-    """Embed ``texts`` batch by batch straight into a ``.npy`` file, written under a temporary name then renamed.
+    """Embed ``texts`` batch by batch straight into the ``.npy`` file ``path`` (written atomically).
 
     Batches are consumed from one pass over ``texts``, so a streamed corpus is never held in memory.
     """
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        out = np.lib.format.open_memmap(tmp_name, mode="w+", dtype=np.float32, shape=(len(texts), embedder.dim))
+    with replaced_atomically(path) as tmp:
+        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(len(texts), embedder.dim))
         start, remaining = 0, iter(texts)
         while batch := list(islice(remaining, EMBED_BATCH)):
             block = finish_embeddings(embedder.embed(batch), len(batch), embedder.dim, embedder.name)
@@ -88,12 +84,6 @@ def _embed_to_file(embedder: Embedder, texts: Sequence[str], path: Path) -> None
             start += len(batch)
         out.flush()
         del out
-        with open(tmp_name, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
 
 
 def _fit_or_restore(embedder: Embedder, texts: Sequence[str], state_path: Path) -> None:
@@ -109,8 +99,8 @@ def _fit_or_restore(embedder: Embedder, texts: Sequence[str], state_path: Path) 
         except (OSError, ValueError, EOFError, KeyError, EmbedderError):
             logger.warning("fitted-state file %s is corrupt or incomplete; refitting", state_path)
     embedder.fit(texts)
-    state_path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_save(state_path, embedder.fitted_state())
+    with replaced_atomically(state_path) as tmp, tmp.open("wb") as handle:
+        np.savez(handle, **embedder.fitted_state())
 
 
 def _load_valid(path: Path, shape: tuple[int, int], mmap: bool) -> np.ndarray | None:
@@ -122,17 +112,3 @@ def _load_valid(path: Path, shape: tuple[int, int], mmap: bool) -> np.ndarray | 
     if array.dtype != np.float32 or array.shape != shape or not np.isfinite(array).all():
         return None
     return array
-
-
-def _atomic_save(path: Path, state: dict[str, np.ndarray]) -> None:
-    """Write named arrays (``.npz``) to a temporary file beside ``path``, then rename it over ``path``."""
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **state)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
