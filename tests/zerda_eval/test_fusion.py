@@ -200,3 +200,48 @@ def test_optimise_fusion_finds_the_best_weights_of_the_sweep():
     best = optimise_fusion("wsum", [first, second], qrels, metric="ndcg@10")
     assert best["method"] == "wsum" and best["norm"] == "min-max"
     assert score(best["weights"]) == pytest.approx(max(score(w) for w in weight_sweep()))
+
+
+@pytest.fixture(scope="module")
+def two_real_runs():
+    """Top-100 of 60 SciFact queries by two BM25 settings: overlapping, differently scored lists."""
+    from retrieval.core import tokenize
+    from retrieval.core.bm25_fast import SparseBM25
+    from zerda_eval.datasets import load_collection
+
+    collection = load_collection("beir/scifact/test")
+    tokens = [tokenize(text) for text in collection.texts]
+    qids = list(collection.queries)[:60]
+    runs = []
+    for k1, b in ((1.5, 0.75), (0.6, 0.2)):
+        docs, values = (
+            SparseBM25(k1=k1, b=b).fit(tokens).top_k_batch([tokenize(collection.queries[q]) for q in qids], 100)
+        )
+        runs.append(
+            {
+                qid: [(collection.doc_ids[d], float(s)) for d, s in zip(docs[i], values[i], strict=True)]
+                for i, qid in enumerate(qids)
+            }
+        )
+    return runs
+
+
+@RANX_KERNELS
+@pytest.mark.parametrize("method", ["combsum", "combmnz", "wsum"])
+@pytest.mark.parametrize("norm", ["min-max", "z-score", "none"])
+@pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaTypeSafetyWarning")  # inside ranx, the reference
+def test_combinations_equal_ranx_fuse_on_real_runs(two_real_runs, method, norm):
+    from ranx import Run, fuse
+
+    params = {"weights": [0.3, 0.7]} if method == "wsum" else {}
+    ours = fuse_runs(method, two_real_runs, norm=norm, **params)
+    ranx_method = {"combsum": "sum", "combmnz": "mnz", "wsum": "wsum"}[method]
+    theirs = fuse(
+        [Run({q: dict(r) for q, r in run.items()}) for run in two_real_runs],
+        norm={"min-max": "min-max", "z-score": "zmuv", "none": None}[norm],
+        method=ranx_method,
+        params=params,
+    ).to_dict()
+    assert ours.keys() == theirs.keys()
+    for qid, ranking in ours.items():
+        assert dict(ranking) == pytest.approx(theirs[qid], rel=1e-12, abs=1e-12), qid
