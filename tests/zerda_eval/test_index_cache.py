@@ -99,3 +99,39 @@ def test_a_failed_build_leaves_no_index(tmp_path, monkeypatch):
         built(tmp_path)
     assert [p.name for p in (tmp_path / "bm25").iterdir()] == [f"{index_key(1.5, 0.75, PLAIN, TEXTS)}.lock"]
     assert index_cache.SparseBM25 is SparseBM25
+
+
+CHILD = """
+import os, sys, time
+from pathlib import Path
+from retrieval.core import tokenize
+from retrieval.core.bm25_fast import SparseBM25
+from zerda_eval.index_cache import cached_sparse_bm25
+
+cache_dir, markers = Path(sys.argv[1]), Path(sys.argv[2])
+fit = SparseBM25.fit
+
+def marking_fit(self, corpus_tokens):
+    (markers / str(os.getpid())).touch()
+    time.sleep(1.0)  # hold the build long enough for the other processes to arrive
+    return fit(self, corpus_tokens)
+
+SparseBM25.fit = marking_fit
+index = cached_sparse_bm25(sys.argv[3:], tokenize, 1.5, 0.75, {"normalization": "none", "stemmer": None}, cache_dir)
+print(index.n_docs)
+"""
+
+
+def test_concurrent_processes_build_once(tmp_path):
+    """What Dask workers on one cache do: three processes ask for the same index at once."""
+    import subprocess
+    import sys
+
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    command = [sys.executable, "-c", CHILD, str(tmp_path / "cache"), str(markers), *TEXTS]
+    children = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    outputs = [child.communicate(timeout=120) for child in children]
+    assert [child.returncode for child in children] == [0, 0, 0], outputs
+    assert [out.strip() for out, _ in outputs] == [str(len(TEXTS))] * 3
+    assert len(list(markers.iterdir())) == 1
