@@ -62,7 +62,8 @@ def finish_embeddings(matrix: Any, n_texts: int, dim: int, name: str) -> np.ndar
     bad_rows = np.flatnonzero(~np.isfinite(matrix).all(axis=1))
     if bad_rows.size:
         raise EmbedderError(
-            f"embedder {name!r} returned NaN or infinite values for text #{bad_rows[0]} ({bad_rows.size} texts in all)"
+            f"embedder {name!r} returned NaN or infinite values for text #{bad_rows[0]} of {n_texts} "
+            f"({bad_rows.size} such text{'s' if bad_rows.size > 1 else ''})"
         )
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     # Rows already of unit length are left bit for bit as they are, so checking twice changes nothing.

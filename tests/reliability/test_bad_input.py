@@ -156,14 +156,13 @@ def test_empty_corpus_file(cli, tmp_path):
     folder = write_beir(tmp_path / "collection")
     (folder / "corpus.jsonl").write_text("", encoding="utf-8")
     line = run_collection(cli, tmp_path, folder)
-    # The empty corpus itself, or the first qrels line judging a document that is not there.
-    assert "corpus.jsonl" in line or ("test.tsv:2" in line and "'d6'" in line), line
+    assert "corpus.jsonl: no documents" in line, line
 
 
 def test_collection_with_nothing_to_evaluate(cli, tmp_path):
     folder = write_beir(tmp_path / "collection", docs={}, qrels={})
-    line = run_collection(cli, tmp_path, folder, "tiny")
-    assert any(word in line.lower() for word in ("empty", "no doc", "no judged", "no quer")), line
+    line = run_collection(cli, tmp_path, folder, "corpus.jsonl")
+    assert "no documents" in line, line
 
 
 def test_duplicate_doc_ids_name_the_line(cli, tmp_path):
@@ -295,8 +294,6 @@ def bad_embedder(kind: str, problem: str):
     return RawEmbedder()
 
 
-TRACEBACK = "runner (H6): EmbedderError is not a ZerdaEvalError and is not converted, so a traceback"
-SILENT = "CorpusVectors / embed_corpus never check a fresh embedder output, so the run silently succeeds"
 EMBEDDER_CASES = [
     pytest.param("base", "nan"),
     pytest.param("base", "inf"),

@@ -73,6 +73,8 @@ def _docs(path: Path) -> list[GenericDoc]:
             raise DataFormatError(f"{path}:{number}: duplicate doc id {doc_id!r} (first on line {first_line[doc_id]})")
         first_line[doc_id] = number
         docs.append(GenericDoc(doc_id, text))
+    if not docs:
+        raise DataFormatError(f"{path}: no documents; add one JSON object per line with '_id' and 'text'")
     return docs
 
 
