@@ -62,3 +62,35 @@ def test_a_corpus_that_changed_on_disk_is_an_error():
     texts = StreamedTexts(DATASET, ["not-the-first-id", *loaded.doc_ids[1:]])
     with pytest.raises(DataFormatError, match="corpus changed since it was loaded"):
         next(iter(texts))
+
+
+def test_a_grid_over_a_streamed_corpus_writes_the_same_runs(monkeypatch, tmp_path):
+    """End to end through the runner: same run files whether vaswani's texts are a list or streamed."""
+    from zerda_eval.config import resolve_experiment
+    from zerda_eval.runner import run_experiment
+
+    def run(folder):
+        raw = {
+            "experiment": {
+                "name": "streamed",
+                "depth": 50,
+                "measures": ["ndcg@10"],
+                "output_dir": str(folder),
+                "cache_dir": str(folder / "cache"),
+            },
+            "datasets": [{"id": DATASET}],
+            "systems": [{"name": "bm25", "family": "zerda.keyword", "params": {"engine": "fast"}}],
+        }
+        run_experiment(resolve_experiment(raw, "streamed.toml"), progress=False)
+        return {p.parent.name: p.read_bytes() for p in sorted((folder / "cells").glob("*/run.trec"))}
+
+    loader._cached.cache_clear()
+    in_memory = run(tmp_path / "lists")
+    monkeypatch.setattr(streamed, "STREAM_ABOVE_DOCS", 1_000)
+    loader._cached.cache_clear()
+    try:
+        assert isinstance(load_collection(DATASET).texts, StreamedTexts)
+        assert run(tmp_path / "streamed") == in_memory
+    finally:
+        loader._cached.cache_clear()
+    assert len(in_memory) == 1
