@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import sys
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
@@ -101,6 +102,7 @@ def evaluate_run(run: Run, qrels: Qrels, measures: Sequence[str]) -> dict[str, d
     whose doc column is the number of a judged doc id (its place among the sorted judged ids: exact,
     no hashing) or a distinct negative number for an unjudged one.
     """
+    from numba.core.errors import NumbaTypeSafetyWarning
     from numba.typed import List as TypedList
     from ranx import evaluate
 
@@ -120,7 +122,9 @@ def evaluate_run(run: Run, qrels: Qrels, measures: Sequence[str]) -> dict[str, d
     if scored:
         # ranx 0.3 fails on ONE metric with return_mean=False (it looks the result up by family name): ask twice
         names = list(measures) * (2 if len(measures) == 1 else 1)
-        per_measure = evaluate(qrels_arrays, run_arrays, names, return_mean=False, threads=1)
+        with warnings.catch_warnings():  # ranx's kernels warn about a uint64 index cast when compiled; harmless
+            warnings.simplefilter("ignore", NumbaTypeSafetyWarning)
+            per_measure = evaluate(qrels_arrays, run_arrays, names, return_mean=False, threads=1)
         for measure in measures:
             values[measure].update(zip(scored, per_measure[measure].tolist(), strict=True))
     return values
