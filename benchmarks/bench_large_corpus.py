@@ -2,9 +2,10 @@
 
 Reported: index time (the corpus streamed into ``SparseBM25.fit``, generated chunk by chunk, never whole
 in memory), peak RSS of building the index, the index size on disk, and for a fresh process that reloads
-the saved index (``SparseBM25.load(dir, mmap=True)`` and, for comparison, ``mmap=False``): RSS after the load and after the queries (anonymous = private memory;
-file = pages of the memory-mapped arrays, which the OS can drop), peak RSS, and top-k latency. The
-reloaded index must return the very same top-k as the one built in memory (checked, not timed).
+the saved index (``SparseBM25.load(dir, mmap=True)`` and, for comparison, ``mmap=False``): RSS after the
+load and after the queries (anonymous = private memory; file = pages of the memory-mapped arrays, which the
+OS can drop), peak RSS, and top-k latency. The reloaded index must return the very same top-k as the one
+built in memory (checked, not timed).
 
 Passages and queries come from ``test_bench_scaling.zipf_token_lists`` (Zipf(1.1) over 200,000 words,
 20-80 tokens per passage, 3-10 per query), seeded. The default is 100,000 passages; ZERDA_BENCH_1M=1
