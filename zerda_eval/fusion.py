@@ -8,7 +8,7 @@ Methods and where they come from:
 
 - ``combsum``, ``combmnz``, ``wsum`` (Fox & Shaw 1994): ranx's ``fuse`` methods ``sum``, ``mnz``, ``wsum``,
   computed here on a (inputs x docs) numpy matrix per query: ranx's ``fuse`` builds ``Run`` objects from
-  dicts and ran at 38-400 queries/s per query here, this at thousands. Equal to ranx's numbers (tested on
+  dicts, and called per query (as a cell times each query) it was 7-8x slower (benchmarks/test_bench_fusion.py). Equal to ranx's numbers (tested on
   real runs). ``norm`` is ``"min-max"``, ``"z-score"`` (ranx's ``zmuv``) or ``"none"``, with ranx's guards:
   a list whose scores are all equal maps to 0.
 - ``rrf`` (Cormack et al. 2009): the project's one RRF, ``retrieval.core.rrf_scores``, optionally weighted.
