@@ -8,9 +8,9 @@ Methods and where they come from:
 
 - ``combsum``, ``combmnz``, ``wsum`` (Fox & Shaw 1994): ranx's ``fuse`` methods ``sum``, ``mnz``, ``wsum``,
   computed here on a (inputs x docs) numpy matrix per query: ranx's ``fuse`` builds ``Run`` objects from
-  dicts, and called per query (as a cell times each query) it was 7-8x slower (benchmarks/test_bench_fusion.py). Equal to ranx's numbers (tested on
-  real runs). ``norm`` is ``"min-max"``, ``"z-score"`` (ranx's ``zmuv``) or ``"none"``, with ranx's guards:
-  a list whose scores are all equal maps to 0.
+  dicts, and called per query (as a cell times each query) it was 7-8x slower (``benchmarks/
+  test_bench_fusion.py``). Equal to ranx's numbers (tested on real runs). ``norm`` is ``"min-max"``,
+  ``"z-score"`` (ranx's ``zmuv``) or ``"none"``, with ranx's guards: a list of equal scores maps to 0.
 - ``rrf`` (Cormack et al. 2009): the project's one RRF, ``retrieval.core.rrf_scores``, optionally weighted.
   Its numbers equal ranx's ``rrf`` (tested); ranx's parallel RRF kernel is not served from numba's cache
   and recompiled for about a minute per process here, which a grid cannot afford.
