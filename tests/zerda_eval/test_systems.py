@@ -605,6 +605,20 @@ def test_zerda_vector_chroma_persists_in_the_cache_dir_and_reuses_it(tmp_path, e
     assert again.search(english.queries, 5) == first.search(english.queries, 5)
 
 
+def test_zerda_vector_chroma_without_cache_dir_leaves_no_folder(tmp_path, monkeypatch, english: Collection) -> None:
+    import gc
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    system = build_system("zerda.vector", {**FAST, "backend": "chroma"})
+    system.index(english)
+    assert [p.name[:13] for p in tmp_path.iterdir()] == ["zerda-chroma-"]
+    assert system.search(english.queries, 3)
+    del system
+    gc.collect()
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_zerda_vector_db_backends_keep_the_seed_zero_threshold_quirk(cranfield_small: Collection, lsa_small) -> None:
     """vector_db mode passes ``min_vector_score or None``: at 0.0 negative cosines are kept (adapter drops them)."""
     depth = len(cranfield_small.doc_ids)

@@ -9,6 +9,7 @@ says how many did in the collection.
 from __future__ import annotations
 
 import tempfile
+import weakref
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -156,8 +157,9 @@ def _vector_database(
 ):
     """A FAISS (exact ``IndexFlatIP``) or persistent Chroma database that embeds queries with ``vectors``.
 
-    Chroma lives in ``<cache_dir>/chroma`` (else a fresh temporary directory) in a collection named by
-    (embedder, dim, corpus hash), so a cached collection of the same corpus is reused, never mixed.
+    Chroma lives in ``<cache_dir>/chroma`` (else a temporary directory removed with the database) in a
+    collection named by (embedder, dim, corpus hash), so a cached collection of the same corpus is reused,
+    never mixed.
     """
     if backend == "faiss":
         from retrieval.zerda.backends import FAISSVectorDatabase
@@ -166,9 +168,13 @@ def _vector_database(
     from retrieval.zerda.backends import ChromaVectorDatabase
     from zerda_eval.embedding_cache import texts_sha256
 
-    path = cache_dir / "chroma" if cache_dir is not None else Path(tempfile.mkdtemp(prefix="zerda-chroma-"))
     name = f"zerda-{params['embedder']}-{params['dim']}-{texts_sha256(texts)[:32]}"
-    return ChromaVectorDatabase(vectors.embed_query, path, collection_name=name)
+    if cache_dir is not None:
+        return ChromaVectorDatabase(vectors.embed_query, cache_dir / "chroma", collection_name=name)
+    scratch = tempfile.TemporaryDirectory(prefix="zerda-chroma-")
+    database = ChromaVectorDatabase(vectors.embed_query, Path(scratch.name), collection_name=name)
+    weakref.finalize(database, scratch.cleanup)  # the folder lives as long as the database, then goes
+    return database
 
 
 def backend_vector_retriever(collection: Any, params: dict[str, Any], cache_dir: Path | None) -> VectorRetriever:
