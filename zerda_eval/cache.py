@@ -28,35 +28,34 @@ TMP_PREFIX = ".tmp-"
 def replaced_atomically(path: Path) -> Iterator[Path]:
     """A temporary file beside ``path`` to write; synced and renamed over ``path`` if the block succeeds.
 
-    On any failure (an exception, Ctrl-C) the temporary file is removed: ``path`` is whole or absent.
+    On any failure (an exception, Ctrl-C) the temporary file is removed: ``path`` is whole or absent. A
+    file-system error (disk full, permissions) is a one-line ``RunError`` naming ``path``.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=TMP_PREFIX, dir=path.parent)
-    os.close(fd)
-    tmp = Path(name)
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=TMP_PREFIX, dir=path.parent)
+        os.close(fd)
+        tmp = Path(name)
         yield tmp
         with tmp.open("rb+") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
+    except BaseException as exc:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise RunError(
+                f"cannot write {path} ({exc.strerror or exc}); free space or fix permissions, "
+                "then rerun the same command to resume"
+            ) from exc
         raise
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through ``replaced_atomically``.
-
-    A failed write (disk full, permissions) leaves no temp file and is a one-line ``RunError``.
-    """
-    try:
-        with replaced_atomically(path) as tmp:
-            tmp.write_bytes(data)
-    except OSError as exc:
-        raise RunError(
-            f"cannot write {path} ({exc.strerror or exc}); free space or fix permissions, "
-            "then rerun the same command to resume"
-        ) from exc
+    """Write ``data`` to ``path`` through ``replaced_atomically`` (errors: one-line ``RunError``)."""
+    with replaced_atomically(path) as tmp:
+        tmp.write_bytes(data)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -95,15 +94,15 @@ def remove_temp_files(output_dir: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def check_writable(output_dir: Path) -> None:
-    """``RunError`` naming the directory when runs cannot be written there."""
+def check_writable(directory: Path, key: str = "output_dir") -> None:
+    """``RunError`` naming the directory and its ``[experiment]`` key when files cannot be written there."""
     try:
-        output_dir.mkdir(parents=True, exist_ok=True)
-        probe = output_dir / f"{TMP_PREFIX}probe"
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / f"{TMP_PREFIX}probe"
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:
+        what = key.replace("_dir", "").replace("_", " ")
         raise RunError(
-            f"cannot write to output directory {str(output_dir)!r} ({exc.strerror}); "
-            "choose another [experiment].output_dir"
+            f"cannot write to {what} directory {str(directory)!r} ({exc.strerror}); choose another [experiment].{key}"
         ) from None

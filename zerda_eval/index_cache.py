@@ -21,6 +21,7 @@ from typing import Any
 from retrieval.core.bm25_fast import SparseBM25
 from zerda_eval.cache import build_lock
 from zerda_eval.embedding_cache import texts_sha256
+from zerda_eval.errors import RunError
 
 logger = logging.getLogger(__name__)
 FORMAT_VERSION = 1
@@ -58,7 +59,12 @@ def cached_sparse_bm25(
         try:
             index.save(building)
             os.replace(building, directory)
-        except BaseException:
+        except BaseException as exc:
             shutil.rmtree(building, ignore_errors=True)
+            if isinstance(exc, OSError):
+                raise RunError(
+                    f"cannot write the BM25 index to {directory} ({exc.strerror or exc}); free space or fix "
+                    "permissions, then rerun the same command to resume"
+                ) from exc
             raise
     return SparseBM25.load(directory, mmap=True)

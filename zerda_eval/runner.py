@@ -109,6 +109,7 @@ def run_experiment(
     """
     output_dir = experiment.output_dir
     check_writable(output_dir)
+    check_writable(experiment.cache_dir, key="cache_dir")
     remove_temp_files(output_dir)
     atomic_write_text(
         output_dir / "experiment.json",

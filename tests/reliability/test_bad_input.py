@@ -217,6 +217,15 @@ def test_output_dir_under_a_regular_file(cli, tmp_path):
     assert_one_line_error(cli("run", config), "afile")
 
 
+def test_cache_dir_under_a_regular_file(cli, tmp_path):
+    (tmp_path / "afile").write_text("not a folder", encoding="utf-8")
+    systems = [{"name": "bm25", "family": "zerda.keyword", "params": {"engine": "fast"}}]
+    config = experiment_toml(tmp_path, systems=systems, experiment={"cache_dir": str(tmp_path / "afile" / "c")})
+    line = assert_one_line_error(cli("run", config), "afile", "[experiment].cache_dir")
+    assert "cache directory" in line, line
+    assert_no_partial_output(tmp_path / "out")
+
+
 # --- inputs that are NOT errors: documented behaviour ----------------------------------------------
 
 

@@ -10,6 +10,7 @@ import pytest
 from retrieval.embeddings import BaseEmbedder, finish_embeddings
 from retrieval.embeddings.lsa import LSAEmbedder
 from zerda_eval.embedding_cache import cache_key, embed_corpus, texts_sha256
+from zerda_eval.errors import RunError
 
 TEXTS = ["alpha beta", "gamma delta epsilon", "beta gamma", "zeta eta theta"]
 
@@ -108,7 +109,7 @@ def test_interrupted_write_leaves_neither_temp_nor_final_file(tmp_path, monkeypa
         return finish_embeddings(matrix, n_texts, dim, name)
 
     monkeypatch.setattr("zerda_eval.embedding_cache.finish_embeddings", crash_on_second_batch)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(RunError, match=r"cannot write .*disk full"):
         embed_corpus(CountingEmbedder(), TEXTS, tmp_path)
     assert written == [2, 2]  # the first batch was in the file when the second failed
     assert cache_files(tmp_path) == []

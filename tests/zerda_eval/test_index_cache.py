@@ -12,6 +12,7 @@ from retrieval.core import analyzer, tokenize
 from retrieval.core.bm25_fast import SparseBM25
 from tests.arrays import backed_by_memmap
 from zerda_eval import index_cache
+from zerda_eval.errors import RunError
 from zerda_eval.index_cache import cached_sparse_bm25, index_key
 
 TEXTS = ["the cat sat on the mat", "a dog and a cat", "dogs bark", "مرحبا بالعالم", "the the the cat"]
@@ -95,7 +96,7 @@ def test_a_failed_build_leaves_no_index(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(SparseBM25, "save", failing_save)
-    with pytest.raises(OSError):
+    with pytest.raises(RunError, match=r"cannot write the BM25 index .*\(disk full\)"):
         built(tmp_path)
     assert [p.name for p in (tmp_path / "bm25").iterdir()] == [f"{index_key(1.5, 0.75, PLAIN, TEXTS)}.lock"]
     assert index_cache.SparseBM25 is SparseBM25
