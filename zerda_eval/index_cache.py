@@ -53,6 +53,8 @@ def cached_sparse_bm25(
             except (OSError, ValueError, KeyError, json.JSONDecodeError):
                 logger.warning("BM25 index %s does not load; rebuilding it", directory)
                 shutil.rmtree(directory, ignore_errors=True)
+        for stale in directory.parent.glob(f".{directory.name}.*"):  # a killed builder's; we hold the lock
+            shutil.rmtree(stale, ignore_errors=True)
         index = SparseBM25(k1=k1, b=b).fit(analyze(text) for text in texts)
         directory.parent.mkdir(parents=True, exist_ok=True)
         building = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))

@@ -90,6 +90,15 @@ def test_concurrent_builders_build_once(tmp_path, monkeypatch):
     assert not [p for p in (tmp_path / "bm25").iterdir() if p.name.startswith(".")]  # no temporary left
 
 
+def test_a_killed_builders_temporary_folder_is_cleared(tmp_path):
+    key = index_key(1.5, 0.75, PLAIN, TEXTS)
+    stale = tmp_path / "bm25" / f".{key}.killed"
+    stale.mkdir(parents=True)
+    (stale / "indptr.npy").write_bytes(b"half")
+    built(tmp_path)
+    assert not stale.exists()
+
+
 def test_a_failed_build_leaves_no_index(tmp_path, monkeypatch):
     def failing_save(self, directory):
         (directory / "indptr.npy").write_bytes(b"half")
