@@ -45,11 +45,16 @@ def replaced_atomically(path: Path) -> Iterator[Path]:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
         if isinstance(exc, OSError):
-            raise RunError(
-                f"cannot write {path} ({exc.strerror or exc}); free space or fix permissions, "
-                "then rerun the same command to resume"
-            ) from exc
+            raise write_error(str(path), exc) from exc
         raise
+
+
+def write_error(target: str, error: OSError) -> RunError:
+    """The one-line ``RunError`` for a file-system error (disk full, permissions) while writing ``target``."""
+    return RunError(
+        f"cannot write {target} ({error.strerror or error}); free space or fix permissions, "
+        "then rerun the same command to resume"
+    )
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

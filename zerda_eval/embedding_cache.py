@@ -61,10 +61,10 @@ def embed_corpus(embedder: Embedder, texts: Sequence[str], cache_dir: str | Path
     expected_shape = (len(texts), embedder.dim)
     with build_lock(path):  # concurrent workers: one fits and embeds, the others then read its files
         _fit_or_restore(embedder, texts, cache_dir / f"{key}.fit.npz")
-        cached = _load_valid(path, expected_shape, mmap) if path.exists() else None
-        if cached is not None:
-            return cached
         if path.exists():
+            cached = _load_valid(path, expected_shape, mmap)
+            if cached is not None:
+                return cached
             logger.warning("embedding cache file %s is corrupt or incomplete; recomputing it", path)
         _embed_to_file(embedder, texts, path)
     return _load_valid(path, expected_shape, mmap)

@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.core.bm25_fast import SparseBM25
-from zerda_eval.cache import build_lock
+from zerda_eval.cache import build_lock, write_error
 from zerda_eval.embedding_cache import texts_sha256
-from zerda_eval.errors import RunError
 
 logger = logging.getLogger(__name__)
 FORMAT_VERSION = 1
@@ -56,7 +55,6 @@ def cached_sparse_bm25(
         for stale in directory.parent.glob(f".{directory.name}.*"):  # a killed builder's; we hold the lock
             shutil.rmtree(stale, ignore_errors=True)
         index = SparseBM25(k1=k1, b=b).fit(analyze(text) for text in texts)
-        directory.parent.mkdir(parents=True, exist_ok=True)
         building = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
         try:
             index.save(building)
@@ -64,9 +62,6 @@ def cached_sparse_bm25(
         except BaseException as exc:
             shutil.rmtree(building, ignore_errors=True)
             if isinstance(exc, OSError):
-                raise RunError(
-                    f"cannot write the BM25 index to {directory} ({exc.strerror or exc}); free space or fix "
-                    "permissions, then rerun the same command to resume"
-                ) from exc
+                raise write_error(f"the BM25 index to {directory}", exc) from exc
             raise
     return SparseBM25.load(directory, mmap=True)

@@ -11,6 +11,7 @@ from retrieval.zerda.retriever import HybridRetriever, KeywordRetriever, VectorR
 from zerda_eval.errors import ConfigError
 from zerda_eval.fusion import (
     FUSION_METHODS,
+    NORMS,
     fuse_runs,
     optimise_fusion,
     resolve_fusion_params,
@@ -238,7 +239,7 @@ def test_combinations_equal_ranx_fuse_on_real_runs(two_real_runs, method, norm):
     ranx_method = {"combsum": "sum", "combmnz": "mnz", "wsum": "wsum"}[method]
     theirs = fuse(
         [Run({q: dict(r) for q, r in run.items()}) for run in two_real_runs],
-        norm={"min-max": "min-max", "z-score": "zmuv", "none": None}[norm],
+        norm=NORMS[norm],
         method=ranx_method,
         params=params,
     ).to_dict()
