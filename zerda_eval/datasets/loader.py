@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
 import ir_datasets
+from filelock import FileLock
 
 from zerda_eval.datasets import protocols, streamed
 from zerda_eval.datasets.collection import Collection, build_collection
@@ -51,6 +54,32 @@ def _cached_user(name: str, frozen: tuple[tuple[str, Any], ...]) -> Collection:
 @lru_cache(maxsize=32)
 def _cached(dataset_id: str, frozen: tuple[tuple[str, Any], ...]) -> Collection:
     options = _thaw(frozen)
+    with _first_build_lock(dataset_id):
+        return _build(dataset_id, options)
+
+
+@contextmanager
+def _first_build_lock(dataset_id: str) -> Iterator[None]:
+    """One process at a time reads a dataset family whose ir_datasets cache may still be unbuilt.
+
+    ir_datasets builds a docstore (e.g. ``beir/scifact/docs.pklz4``) on first read without any lock: two
+    processes building it together leave one that repeats documents, for good. A read-only cache (built
+    beforehand) needs no lock.
+    """
+    home = ir_datasets_home()
+    lock = FileLock(str(home / f".zerda-build-{dataset_id.split('/')[0]}.lock"))
+    try:
+        lock.acquire()
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _build(dataset_id: str, options: dict[str, Any]) -> Collection:
     dataset = open_dataset(dataset_id)
     for part in ("docs", "queries", "qrels"):
         if not getattr(dataset, f"has_{part}")():
