@@ -24,7 +24,9 @@ LOAD = (
 def test_processes_building_one_cache_at_once_all_load_the_whole_collection(tmp_path, shared_dir):
     env = {**os.environ, "IR_DATASETS_HOME": str(tmp_path / "irds")}
     processes = [
-        subprocess.Popen([sys.executable, "-c", LOAD], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", LOAD], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         for _ in range(4)
     ]
     outcomes = [process.communicate(timeout=300) for process in processes]
