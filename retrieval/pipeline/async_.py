@@ -64,7 +64,7 @@ class AsyncHybridRetriever:
     """Concurrent fan-out (``asyncio.gather``) to async retrievers, fused with RRF (``rrf_fuse``).
 
     Same rules as ``HybridRetriever``: each asked for ``top_k``; a failing retriever is skipped; all
-    failing -> ``RetrieverError``.
+    failing -> ``RetrieverError``; the items returned are exactly ``rrf_fuse``'s.
     """
 
     def __init__(self, retrievers: list[AsyncDenseRetriever], weights: list[float] | None = None, k: int = 60) -> None:

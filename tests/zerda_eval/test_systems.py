@@ -488,10 +488,11 @@ def test_pipeline_hybrid_equals_hand_rrf(cranfield_small: Collection, lsa_small)
         for ranked, weight in ((sparse, weights[0]), (dense, weights[1])):
             for rank, doc_id in enumerate(ranked, start=1):
                 sums[doc_id] = sums.get(doc_id, 0.0) + weight / (20 + rank)
-        order = sorted(sums, key=lambda d: -sums[d])  # stable: first seen (sparse list, then dense) wins ties
-        best = sums[order[0]]
-        assert [d for d, _ in run_[qid]] == order[:k]
-        np.testing.assert_allclose([s for _, s in run_[qid]], [sums[d] / best for d in order[:k]], atol=1e-9)
+        order = sorted(sums, key=lambda d: -sums[d])[:k]  # stable: first seen (sparse list, then dense) wins ties
+        best, last = sums[order[0]], sums[order[-1]]  # rrf_fuse: min-max over the k returned (seed 004, issue 18)
+        assert [d for d, _ in run_[qid]] == order
+        expected = [(sums[d] - last) / (best - last) for d in order]
+        np.testing.assert_allclose([s for _, s in run_[qid]], expected, atol=1e-9)
 
 
 def test_pipeline_rerank_reorders_the_bm25_top_n_by_embedding_cosine(cranfield_small: Collection, lsa_small) -> None:
