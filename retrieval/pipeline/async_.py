@@ -88,7 +88,7 @@ class AsyncCrossEncoderReranker:
 
     async def arerank(self, query: QueryBundle, items: list[ContextItem], top_k: int = 10) -> list[ContextItem]:
         raw = await asyncio.gather(*(self.score_fn(query.query_str, item.content) for item in items))
-        return cut(rescore_sorted(items, raw, "rerank_score", rerank_method="cross_encoder"), top_k)
+        return cut(rescore_sorted(items, raw, "raw_score", rerank_method="cross_encoder"), top_k)
 
 
 class AsyncCohereReranker:

@@ -106,6 +106,19 @@ def test_async_cross_encoder_scores_concurrently():
     assert events[:3] == ["start 3", "start 9", "start 5"]  # all scored at once, not one by one
 
 
+def test_async_cross_encoder_clamps_and_orders_by_raw_score():
+    async def score(query, content):
+        return {"a": -1.5, "b": 2.5, "c": 1.25}[content]
+
+    items = [ContextItem(id=c, content=c) for c in "abc"]
+    reranked = asyncio.run(AsyncCrossEncoderReranker(score).arerank(QueryBundle(query_str="q"), items))
+    assert [(r.id, r.score, r.metadata["raw_score"]) for r in reranked] == [
+        ("b", 1.0, 2.5),
+        ("c", 1.0, 1.25),
+        ("a", 0.0, -1.5),
+    ]
+
+
 def test_async_cohere_orders_by_returned_indices():
     async def rerank_fn(query, documents, top_k):
         assert (query, documents, top_k) == ("q", ["a", "b", "c"], 2)
