@@ -18,8 +18,8 @@ Methods and where they come from:
   ``0.20 * rrf / max(rrf)`` over the inputs' ranked lists. ``rrf_order="fixed"`` adds the bonus after the
   weighted sum; ``"as_documented"`` reproduces the documented ordering bug (the bonus is computed before
   the weighted sum overwrites the score, so it is discarded).
-- ``pipeline_rrf``: seed 004's ``retrieval.pipeline.fusion.rrf_fuse`` itself: weighted RRF, scores
-  divided by their maximum.
+- ``pipeline_rrf``: seed 004's ``retrieval.pipeline.fusion.rrf_fuse`` itself, ``top_k`` included: weighted
+  RRF, scores min-max normalised over the documents it returns (so they depend on ``top_k``).
 """
 
 from __future__ import annotations
@@ -120,7 +120,10 @@ def fuse_runs(method: str, runs: Sequence[Mapping[str, Ranking]], **params: Any)
     elif method == "rrf":
         fused = {qid: rrf_scores([_ids(r[qid]) for r in aligned], weights, resolved["k"]) for qid in query_ids}
     elif method == "pipeline_rrf":
-        fused = {qid: _pipeline_rrf([r[qid] for r in aligned], weights, resolved["k"]) for qid in query_ids}
+        fused = {
+            qid: _pipeline_rrf([r[qid] for r in aligned], weights, resolved["k"], resolved["top_k"])
+            for qid in query_ids
+        }
     else:
         fused = _fuse_zerda(aligned, query_ids, resolved)
     return {qid: sort_ranking(scores.items(), resolved["top_k"]) for qid, scores in fused.items()}
@@ -136,13 +139,18 @@ def _ids(ranking: Ranking) -> list[str]:
     return [doc_id for doc_id, _ in ranking]
 
 
-def _pipeline_rrf(rankings: list[Ranking], weights: Sequence[float] | None, k: float) -> dict[str, float]:
-    """Seed 004's own ``rrf_fuse`` on the doc ids (items built without validation: only ``id`` matters)."""
+def _pipeline_rrf(
+    rankings: list[Ranking], weights: Sequence[float] | None, k: float, top_k: int | None
+) -> dict[str, float]:
+    """Seed 004's own ``rrf_fuse`` on the doc ids (items built without validation: only ``id`` matters).
+
+    ``top_k`` is rrf_fuse's own: its scores are min-max normalised over the items it returns.
+    """
     from retrieval.pipeline.fusion import rrf_fuse
     from retrieval.pipeline.models import ContextItem
 
-    lists = [[ContextItem.model_construct(id=d, content="", metadata={}) for d in _ids(r)] for r in rankings]
-    return {item.id: item.score for item in rrf_fuse(lists, list(weights) if weights else None, k)}
+    lists = [[ContextItem.model_construct(id=d, content="", score=0.0, metadata={}) for d in _ids(r)] for r in rankings]
+    return {item.id: item.score for item in rrf_fuse(lists, list(weights) if weights else None, k, top_k)}
 
 
 def _normalised(scores: np.ndarray, norm: str) -> np.ndarray:

@@ -15,12 +15,13 @@ from retrieval.pipeline.errors import RetrieverError
 from retrieval.pipeline.fusion import rrf_fuse
 from retrieval.pipeline.hybrid import HybridRetriever
 from retrieval.pipeline.late_interaction import LateInteractionRetriever, LateInteractionScorer, MaxSimScorer
-from retrieval.pipeline.memory import MemoryDecay, MemoryRetrieverAdapter, ScoredMemoryRetriever
+from retrieval.pipeline.memory import ExponentialDecay, MemoryRetrieverAdapter, ScoredMemoryRetriever
 from retrieval.pipeline.models import ContextItem, MemoryEntry, QueryBundle, SourceType
 from retrieval.pipeline.protocols import (
     AsyncReranker,
     AsyncRetriever,
     ContextStore,
+    MemoryDecay,
     MemoryEntryStore,
     Reranker,
     Retriever,
@@ -55,6 +56,7 @@ __all__ = [
     "CrossEncoderReranker",
     "CrossModalEncoder",
     "DenseRetriever",
+    "ExponentialDecay",
     "FlashRankReranker",
     "HybridRetriever",
     "InMemoryContextStore",

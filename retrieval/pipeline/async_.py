@@ -64,7 +64,7 @@ class AsyncHybridRetriever:
     """Concurrent fan-out (``asyncio.gather``) to async retrievers, fused with RRF (``rrf_fuse``).
 
     Same rules as ``HybridRetriever``: each asked for ``top_k``; a failing retriever is skipped; all
-    failing -> ``RetrieverError``.
+    failing -> ``RetrieverError``; the items returned are exactly ``rrf_fuse``'s.
     """
 
     def __init__(self, retrievers: list[AsyncDenseRetriever], weights: list[float] | None = None, k: int = 60) -> None:
@@ -88,7 +88,7 @@ class AsyncCrossEncoderReranker:
 
     async def arerank(self, query: QueryBundle, items: list[ContextItem], top_k: int = 10) -> list[ContextItem]:
         raw = await asyncio.gather(*(self.score_fn(query.query_str, item.content) for item in items))
-        return cut(rescore_sorted(items, raw, "rerank_score", rerank_method="cross_encoder"), top_k)
+        return cut(rescore_sorted(items, raw, "raw_score", rerank_method="cross_encoder"), top_k)
 
 
 class AsyncCohereReranker:

@@ -20,11 +20,15 @@ def rrf_fuse(
 ) -> list[ContextItem]:
     """Fuse ranked lists by item id; return new items, best first, at most ``top_k`` (``None``: all).
 
-    - Items are matched by ``id``; the copy kept is the first one seen (list order, then rank).
-      An id repeated inside one list contributes once per occurrence (``rrf_scores``'s rule).
-    - ``score`` is the RRF sum divided by the largest sum, so the best item scores 1.0 (all-zero
-      weights give 0.0 everywhere); the raw sum is in ``metadata["rrf_score"]``.
-    - ``metadata["retrieval_method"] == "rrf"``. Ties keep first-seen order.
+    Seed 004: "Returns fused items with normalized scores" resolved as the documented library does
+    (issue 18):
+
+    - ``score`` is min-max normalised over the *returned* items (after the ``top_k`` cut):
+      ``(s - min) / (max - min)``; a single returned item scores 1.0 (0.0 if its sum is 0); more than
+      one item, all tied: 0.0 each. The raw RRF sum is in ``metadata["rrf_raw_score"]``.
+    - Items are matched by ``id``; the copy kept is the one with the highest ``score`` (on a tie the
+      first seen, list order then rank). An id repeated inside one list contributes once per occurrence.
+    - ``metadata["retrieval_method"] == "rrf"``. Equal sums keep first-seen order.
     Errors (``RetrieverError``): weights of the wrong length or negative, ``k`` < 0, ``top_k`` < 0.
     """
     if weights is not None:
@@ -34,20 +38,21 @@ def rrf_fuse(
             raise RetrieverError(f"rrf_fuse weights must be >= 0, got {weights}")
     if k < 0:
         raise RetrieverError(f"rrf_fuse k must be >= 0, got {k}")
-    first_seen: dict[str, ContextItem] = {}
+    kept: dict[str, ContextItem] = {}
     for ranked in ranked_lists:
         for item in ranked:
-            first_seen.setdefault(item.id, item)
+            if item.id not in kept or item.score > kept[item.id].score:
+                kept[item.id] = item
     sums = rrf_scores([[item.id for item in ranked] for ranked in ranked_lists], weights, k)
-    best = max(sums.values(), default=0.0)
     order = sorted(sums, key=lambda item_id: -sums[item_id])
-    fused = [
-        rescored(
-            first_seen[item_id],
-            sums[item_id] / best if best > 0 else 0.0,
-            retrieval_method="rrf",
-            rrf_score=sums[item_id],
-        )
+    if top_k is not None:
+        order = cut(order, top_k)
+    if not order:
+        return []
+    high = sums[order[0]]
+    low = sums[order[-1]] if len(order) > 1 else 0.0
+    span = high - low if high > low else 1.0
+    return [
+        rescored(kept[item_id], (sums[item_id] - low) / span, retrieval_method="rrf", rrf_raw_score=sums[item_id])
         for item_id in order
     ]
-    return fused if top_k is None else cut(fused, top_k)

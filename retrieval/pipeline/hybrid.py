@@ -40,7 +40,8 @@ class HybridRetriever:
 
     Each sub-retriever is asked for ``top_k`` items. A sub-retriever that raises ``Exception`` is
     skipped (logged) and its weight dropped; if every one fails, ``RetrieverError``. Returned items
-    are ``rrf_fuse``'s: normalised RRF scores, ``metadata["retrieval_method"] == "rrf"``.
+    are exactly ``rrf_fuse``'s (seed 004: "Fuse results with RRF"): scores min-max normalised over the
+    returned items, raw sums in ``metadata["rrf_raw_score"]``, ``metadata["retrieval_method"] == "rrf"``.
     """
 
     def __init__(self, retrievers: list[Retriever], rrf_k: int = 60, weights: list[float] | None = None) -> None:

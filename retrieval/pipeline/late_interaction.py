@@ -43,9 +43,9 @@ class LateInteractionRetriever:
 
     The raw late-interaction score (a MaxSim sum can exceed 1) is in
     ``metadata["late_interaction_score"]`` and the candidate's earlier score in
-    ``metadata["first_stage_score"]``; ``score`` is ``scoring.unit_scores`` of the batch (kept if all
-    in [0, 1], else sigmoid: same order). Ties keep the first-stage order. At most
-    ``min(top_k, first_stage_k)`` items come back.
+    ``metadata["first_stage_score"]``; items are ordered by the raw score and ``score`` is it clamped to
+    [0, 1] (the rerankers' rule: seed 004's "re-score with token-level similarity" names no mapping;
+    issue 18). Ties keep the first-stage order. At most ``min(top_k, first_stage_k)`` items come back.
     """
 
     def __init__(

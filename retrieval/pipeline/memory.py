@@ -1,47 +1,81 @@
-"""Memory retrieval: composite of recency (decay), relevance (embeddings) and importance.
+"""Memory retrieval: composite of recency, relevance and importance, as the documented library computes it.
 
-``composite = alpha * recency + beta * relevance + gamma * importance`` (Park et al., 2023,
-"Generative Agents"), with ``recency = MemoryDecay.compute(age in days)``.
+``composite = alpha * recency + beta * relevance + gamma * importance`` (Park et al., 2023, "Generative
+Agents"). Seed 004 gives the signature, the weights' defaults and "Defaults to 7-day half-life"; the
+rest is resolved as the library it documents does (issue 18):
+
+- recency: ``decay.compute_retention(entry)``, by default ``ExponentialDecay``: a 7-day half-life of the
+  time since ``entry.last_accessed`` (not ``created_at``);
+- relevance: with ``embed_fn`` *and* ``vector_store``, the store's similarity (clipped to [0, 1]) for
+  the ``top_k * 3`` candidates it returns; every other entry gets ``keyword_overlap``;
+- importance: ``entry.relevance_score``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from retrieval.core import cosine
 from retrieval.pipeline.models import ContextItem, MemoryEntry, QueryBundle, SourceType
-from retrieval.pipeline.protocols import MemoryEntryStore, VectorStore
+from retrieval.pipeline.protocols import MemoryDecay, MemoryEntryStore, VectorStore
 from retrieval.pipeline.scoring import clip_unit, cut
 from retrieval.pipeline.tokens import RegexTokenCounter
 
 SECONDS_PER_DAY = 86_400.0
+HALF_LIFE_DAYS = 7.0  # seed 004: "Defaults to 7-day half-life"
+CANDIDATES_PER_RESULT = 3  # the vector store is asked for top_k * 3 candidates
 
 
-class MemoryDecay:
-    """Exponential decay ``0.5 ** (age_days / half_life_days)``: 1.0 now, 0.5 after one half-life.
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
 
-    A negative age (entry dated in the future) counts as 0. A custom decay is any object with the
-    same ``compute(age_days) -> float`` method returning a value in [0, 1].
+
+def as_utc(moment: datetime) -> datetime:
+    """``moment`` made timezone-aware: a naive datetime is read as UTC (as the library reads ``last_accessed``)."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def keyword_overlap(query: str, content: str) -> float:
+    """Share of the query's distinct lower-cased whitespace words that occur (as substrings) in the content.
+
+    The library's relevance fallback: ``"sun"`` occurs in ``"sunny"``; a repeated query word counts once;
+    a query without words scores 0.0.
+    """
+    words = set(query.lower().split())
+    if not words:
+        return 0.0
+    text = content.lower()
+    return sum(word in text for word in words) / len(words)
+
+
+class ExponentialDecay:
+    """Retention ``exp(-ln 2 * age / half_life)``, age = now - ``entry.last_accessed`` (0 if in the future).
+
+    The default ``MemoryDecay`` of ``ScoredMemoryRetriever``: 1.0 just accessed, 0.5 after one half-life.
+    ``clock`` (default now in UTC) fixes "now" for tests.
     """
 
-    def __init__(self, half_life_days: float = 7.0) -> None:
+    def __init__(self, half_life_days: float = HALF_LIFE_DAYS, *, clock: Callable[[], datetime] | None = None) -> None:
         if half_life_days <= 0:
             raise ValueError(f"half_life_days must be > 0, got {half_life_days}")
         self.half_life_days = half_life_days
+        self.clock = clock or _utc_now
 
-    def compute(self, age_days: float) -> float:
-        return 0.5 ** (max(age_days, 0.0) / self.half_life_days)
+    def compute_retention(self, entry: MemoryEntry) -> float:
+        age_seconds = max(0.0, (as_utc(self.clock()) - as_utc(entry.last_accessed)).total_seconds())
+        return math.exp(-math.log(2) * age_seconds / (self.half_life_days * SECONDS_PER_DAY))
 
 
 class ScoredMemoryRetriever:
-    """Ranks memory entries by the weighted composite of recency, relevance and importance.
+    """Ranks memory entries by the weighted composite of recency, relevance and importance (module docstring).
 
-    - Relevance: with ``embed_fn``, the query is embedded; with ``vector_store`` the store's
-      similarity is used, else the cosine with ``entry.embedding``; without ``embed_fn`` (or for an
-      entry with no embedding) relevance is 0. Similarities are clipped to [0, 1].
-    - Filters ``user_id`` / ``memory_type`` keep exact matches only.
-    - Ties keep the store's order. ``clock`` (keyword, default now in UTC) fixes "now" for tests.
+    - Entries with ``expires_at <= now`` are skipped; ``user_id`` keeps equal ids, ``memory_type``
+      compares as strings (``str(entry.memory_type) == str(memory_type)``).
+    - A custom ``decay`` is any ``MemoryDecay`` (``compute_retention(entry) -> float`` in [0, 1]); its
+      value is used as returned.
+    - Sorted by composite descending; ties keep the store's order. ``clock`` (keyword, default now in
+      UTC) fixes "now" for expiry and the default decay.
     Errors: negative weights, or all three zero -> ``ValueError``.
     """
 
@@ -62,43 +96,46 @@ class ScoredMemoryRetriever:
         self.store = store
         self.embed_fn = embed_fn
         self.vector_store = vector_store
-        self.decay = decay or MemoryDecay()
+        self.clock = clock or _utc_now
+        self.decay = decay if decay is not None else ExponentialDecay(clock=self.clock)
         self.alpha, self.beta, self.gamma = alpha, beta, gamma
-        self.clock = clock or (lambda: datetime.now(UTC))
 
     def add_entry(self, entry: MemoryEntry) -> None:
-        """Store ``entry``; embed it with ``embed_fn`` if it has no embedding; index it in vector_store."""
-        if entry.embedding is None and self.embed_fn is not None:
-            entry = entry.model_copy(update={"embedding": self.embed_fn(entry.content)})
+        """Store ``entry``; with ``embed_fn`` and ``vector_store``, also index ``embed_fn(entry.content)``."""
         self.store.add(entry)
-        if self.vector_store is not None and entry.embedding is not None:
-            self.vector_store.add_embedding(entry.id, entry.embedding)
+        if self.embed_fn is not None and self.vector_store is not None:
+            self.vector_store.add_embedding(entry.id, self.embed_fn(entry.content))
 
-    def _relevance(self, query: str, entries: list[MemoryEntry]) -> dict[str, float]:
-        if self.embed_fn is None or not entries:
+    def _vector_similarities(self, query: str, top_k: int) -> dict[str, float]:
+        if self.embed_fn is None or self.vector_store is None:
             return {}
-        query_embedding = self.embed_fn(query)
-        if self.vector_store is not None:
-            return dict(self.vector_store.search(query_embedding, len(self.store.list_all())))
-        return {e.id: cosine(query_embedding, e.embedding) for e in entries if e.embedding is not None}
+        return dict(self.vector_store.search(self.embed_fn(query), top_k * CANDIDATES_PER_RESULT))
+
+    def _kept(self, entry: MemoryEntry, now: datetime, user_id: str | None, memory_type: str | None) -> bool:
+        if entry.expires_at is not None and as_utc(entry.expires_at) <= now:
+            return False
+        if user_id is not None and entry.user_id != user_id:
+            return False
+        return memory_type is None or str(entry.memory_type) == str(memory_type)
 
     def score_entries(
         self, query: str, top_k: int = 5, *, user_id: str | None = None, memory_type: str | None = None
     ) -> list[tuple[MemoryEntry, dict[str, float]]]:
         """Best ``top_k`` entries with their signals: ``recency, relevance, importance, composite``."""
-        entries = [
-            e
-            for e in self.store.list_all()
-            if (user_id is None or e.user_id == user_id) and (memory_type is None or e.memory_type == memory_type)
-        ]
-        relevance = self._relevance(query, entries)
-        now = self.clock()
+        similarities = self._vector_similarities(query, top_k)
+        now = as_utc(self.clock())
         scored = []
-        for entry in entries:
+        for entry in self.store.list_all():
+            if not self._kept(entry, now, user_id, memory_type):
+                continue
+            if entry.id in similarities:
+                relevance = clip_unit(similarities[entry.id])
+            else:
+                relevance = keyword_overlap(query, entry.content)
             signals = {
-                "recency": self.decay.compute((now - entry.created_at).total_seconds() / SECONDS_PER_DAY),
-                "relevance": clip_unit(relevance.get(entry.id, 0.0)),
-                "importance": entry.importance,
+                "recency": float(self.decay.compute_retention(entry)),
+                "relevance": relevance,
+                "importance": entry.relevance_score,
             }
             signals["composite"] = (
                 self.alpha * signals["recency"] + self.beta * signals["relevance"] + self.gamma * signals["importance"]
@@ -121,10 +158,10 @@ class ScoredMemoryRetriever:
 class MemoryRetrieverAdapter:
     """``Retriever`` view of a ``ScoredMemoryRetriever``: entries become ``ContextItem``s.
 
-    Items: same id, content and created_at, ``source=SourceType.MEMORY``, ``priority=7``, ``score`` =
-    composite / (alpha + beta + gamma) (equal to the composite for the default weights, in [0, 1]
-    for any weights); signals, ``user_id``, ``memory_type`` in metadata. ``query.metadata["user_id"]``
-    and ``["memory_type"]``, when present, are passed on as filters.
+    Seed 004: "Convert MemoryEntry to ContextItem with source=MEMORY, priority=7"; as the library,
+    ``score`` is the entry's ``relevance_score`` (the order is the composite's) and no filter is applied.
+    Items keep the entry's id, content and created_at; metadata holds ``memory_type``, ``memory_id``,
+    ``user_id`` and the four signals.
     """
 
     def __init__(self, retriever: ScoredMemoryRetriever) -> None:
@@ -132,30 +169,23 @@ class MemoryRetrieverAdapter:
         self._tokens = RegexTokenCounter()
 
     def retrieve(self, query: QueryBundle, top_k: int = 10) -> list[ContextItem]:
-        r = self.retriever
-        total_weight = r.alpha + r.beta + r.gamma
-        scored = r.score_entries(
-            query.query_str,
-            top_k,
-            user_id=query.metadata.get("user_id"),
-            memory_type=query.metadata.get("memory_type"),
-        )
         return [
             ContextItem(
                 id=entry.id,
                 content=entry.content,
                 source=SourceType.MEMORY,
-                score=clip_unit(signals["composite"] / total_weight),
+                score=entry.relevance_score,
                 priority=7,
                 token_count=self._tokens.count_tokens(entry.content),
                 metadata={
                     **entry.metadata,
                     **signals,
-                    "user_id": entry.user_id,
                     "memory_type": entry.memory_type,
+                    "memory_id": entry.id,
+                    "user_id": entry.user_id,
                     "retrieval_method": "memory",
                 },
                 created_at=entry.created_at,
             )
-            for entry, signals in scored
+            for entry, signals in self.retriever.score_entries(query.query_str, top_k)
         ]

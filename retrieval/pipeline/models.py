@@ -6,12 +6,13 @@ failures raise ``pydantic.ValidationError``, a ``ValueError`` subclass.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 def _new_id() -> str:
@@ -58,16 +59,39 @@ class QueryBundle(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-class MemoryEntry(BaseModel):
-    """One stored memory; ``importance`` in [0, 1]; ``created_at`` drives the recency decay."""
+def memory_content_hash(content: str) -> str:
+    """MD5 hex of the UTF-8 content: the documented library's de-duplication key of a memory entry."""
+    return hashlib.md5(content.encode("utf-8"), usedforsecurity=False).hexdigest()
 
-    model_config = ConfigDict(frozen=True)
+
+class MemoryEntry(BaseModel):
+    """One stored memory, with the documented library's fields (seed 004 names the class only; issue 18).
+
+    ``relevance_score`` (0-1, default 0.5) is the importance signal of ``ScoredMemoryRetriever``;
+    ``last_accessed`` drives its recency; ``content_hash`` is computed from ``content`` when not given
+    (``memory_content_hash``; ``model_copy`` does not recompute it, as pydantic does not validate copies).
+    An unknown field (e.g. the former ``importance``) is a ``ValidationError``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str = Field(default_factory=_new_id)
     content: str
-    user_id: str | None = None
-    memory_type: str | None = None
-    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    relevance_score: float = Field(default=0.5, ge=0.0, le=1.0)
+    access_count: int = Field(default=0, ge=0)
+    last_accessed: datetime = Field(default_factory=_now)
     created_at: datetime = Field(default_factory=_now)
+    tags: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
-    embedding: list[float] | None = None
+    memory_type: str = "semantic"
+    user_id: str | None = None
+    session_id: str | None = None
+    expires_at: datetime | None = None
+    updated_at: datetime = Field(default_factory=_now)
+    content_hash: str = ""
+
+    @model_validator(mode="after")
+    def _fill_content_hash(self) -> MemoryEntry:
+        if not self.content_hash:
+            object.__setattr__(self, "content_hash", memory_content_hash(self.content))  # frozen model
+        return self

@@ -74,3 +74,10 @@ class MemoryEntryStore(Protocol):
     def list_all(self) -> list[MemoryEntry]: ...
 
     def delete(self, entry_id: str) -> bool: ...
+
+
+@runtime_checkable
+class MemoryDecay(Protocol):
+    """Retention of a memory entry, from 0.0 (forgotten) to 1.0 (perfect): ``ScoredMemoryRetriever``'s recency."""
+
+    def compute_retention(self, entry: MemoryEntry) -> float: ...

@@ -1,8 +1,10 @@
 """Synchronous rerankers: score, cross-encoder, Cohere-style callback, FlashRank, round robin, chains.
 
 ``top_k`` rule (the seed gives both a constructor and a call ``top_k``): the call's value wins;
-``None`` at the call means the constructor's. Scores go through ``scoring.unit_scores`` (kept when
-the batch is in [0, 1], sigmoid otherwise) with the raw value in ``metadata["rerank_score"]``.
+``None`` at the call means the constructor's. Scores: every reranker that scores (score, cross-encoder,
+Cohere, FlashRank) orders by the raw score, clamps it to [0, 1] as ``score`` (no sigmoid) and keeps it in
+``metadata["raw_score"]``: seed 004 says only "Score each item and return top-k" / "Rescore and sort",
+and this is what the documented library does (issue 18).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ class ScoreReranker:
         reranked = rescore_sorted(
             items,
             [self.score_fn(query.query_str, it.content) for it in items],
-            "rerank_score",
+            "raw_score",
             rerank_method="score",
         )
         return reranked if self.top_k is None else cut(reranked, self.top_k)
@@ -59,7 +61,7 @@ class CrossEncoderReranker:
     def rerank(self, query: QueryBundle, items: list[ContextItem], top_k: int | None = 10) -> list[ContextItem]:
         raw = [self.score_fn(query.query_str, item.content) for item in items]
         return cut(
-            rescore_sorted(items, raw, "rerank_score", rerank_method="cross_encoder"),
+            rescore_sorted(items, raw, "raw_score", rerank_method="cross_encoder"),
             self.top_k if top_k is None else top_k,
         )
 
@@ -80,7 +82,7 @@ class CohereReranker:
             return []
         pairs = self.rerank_fn(query.query_str, [item.content for item in items], k)
         chosen = pick_by_index(items, [i for i, _ in pairs], "rerank_fn")
-        return cut(rescore_sorted(chosen, [score for _, score in pairs], "rerank_score", rerank_method="cohere"), k)
+        return cut(rescore_sorted(chosen, [score for _, score in pairs], "raw_score", rerank_method="cohere"), k)
 
 
 def _import_flashrank() -> Any:
@@ -99,7 +101,8 @@ class FlashRankReranker:
     The model is read from ``cache_dir`` (flashrank's default ``/tmp``); this class never downloads
     it: missing package or model files -> ``RetrieverError`` saying which. Seam for tests and for a
     preloaded model: ``ranker=`` (any object with flashrank's ``rerank(RerankRequest)``), also what
-    ``_get_ranker()`` returns. FlashRank's scores are already probabilities in [0, 1].
+    ``_get_ranker()`` returns. Its scores are clamped like every reranker's (a flashrank model scoring
+    outside [0, 1] keeps its raw value in ``metadata["raw_score"]``).
     """
 
     def __init__(
@@ -142,7 +145,7 @@ class FlashRankReranker:
         chosen = pick_by_index(items, [int(r["id"]) for r in results], "flashrank")
         raw = [float(r["score"]) for r in results]
         return cut(
-            rescore_sorted(chosen, raw, "rerank_score", rerank_method="flashrank"),
+            rescore_sorted(chosen, raw, "raw_score", rerank_method="flashrank"),
             self.top_k if top_k is None else top_k,
         )
 

@@ -1,16 +1,13 @@
-"""Keeping ``ContextItem.score`` inside [0, 1]: the shared rules every retriever and reranker applies.
+"""Keeping ``ContextItem.score`` inside [0, 1]: the one rule every retriever and reranker applies.
 
-- Similarities (cosine in [-1, 1]) are clipped: ``clip_unit``; negatives become 0.0.
-- Free-range scores from callbacks (cross-encoder logits, MaxSim sums, custom scorers) go through
-  ``unit_scores`` per batch: a batch already inside [0, 1] is kept as it is; otherwise every score
-  of the batch is mapped by the logistic sigmoid (monotonic, so the order is unchanged; for
-  cross-encoder logits it is the usual relevance probability).
-In both cases the raw value is kept in the item's metadata (``rescored``).
+Every score (a cosine in [-1, 1], a cross-encoder logit, a MaxSim sum, a callback's value) is clamped:
+``clip_unit``, so negatives become 0.0 and values above 1 become 1.0, with the raw value kept in the
+item's metadata (``rescored``); rankings are made on the raw value. That is what the documented library
+does (seed 004 names no other mapping: issue 18), so no sigmoid and no per-batch rescaling.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
@@ -23,21 +20,6 @@ T = TypeVar("T")
 def clip_unit(value: float) -> float:
     """``value`` clipped to [0, 1]."""
     return min(1.0, max(0.0, float(value)))
-
-
-def _sigmoid(value: float) -> float:
-    if value >= 0:
-        return 1.0 / (1.0 + math.exp(-value))
-    exp = math.exp(value)
-    return exp / (1.0 + exp)
-
-
-def unit_scores(raw: Sequence[float]) -> list[float]:
-    """Map a batch of free-range scores into [0, 1], keeping their order (see module docstring)."""
-    values = [float(v) for v in raw]
-    if all(0.0 <= v <= 1.0 for v in values):
-        return values
-    return [_sigmoid(v) for v in values]
 
 
 def rescored(item: ContextItem, score: float, **metadata: Any) -> ContextItem:
@@ -64,17 +46,15 @@ def rescore_sorted(
     previous_key: str | None = None,
     **fixed: Any,
 ) -> list[ContextItem]:
-    """``items`` sorted by ``raw`` (ties in input order), scored by ``unit_scores(raw)``.
+    """``items`` sorted by ``raw`` (ties in input order), each scored by its raw value clamped to [0, 1].
 
     The raw score goes to ``metadata[raw_key]``, the item's old score to ``metadata[previous_key]``
     when that is given, and ``fixed`` into every item's metadata.
     """
-    ranked = rank_by(items, raw)
-    units = unit_scores([score for _, score in ranked])
     out = []
-    for (item, score), unit in zip(ranked, units, strict=True):
+    for item, score in rank_by(items, [float(value) for value in raw]):
         extra = {raw_key: score, **fixed}
         if previous_key is not None:
             extra[previous_key] = item.score
-        out.append(rescored(item, unit, **extra))
+        out.append(rescored(item, score, **extra))
     return out

@@ -43,11 +43,12 @@ def chunk_metadata_dict(metadata: Any) -> dict[str, Any]:
 
 
 def chunk_text(chunk: Any) -> str:
-    """``chunk.text``, else ``chunk.page_content`` (LangChain), else ``""``."""
-    text = getattr(chunk, "text", None)
-    if text is None:
-        text = getattr(chunk, "page_content", None)
-    return text if text is not None else ""
+    """``chunk.text`` when non-empty, else ``chunk.page_content`` (LangChain), else ``""``.
+
+    An empty ``text`` falls back too, as zerda does: seed 000 says only that both chunk shapes are
+    understood ("in addition to any plain duck-typed chunk object"), not which field wins (issue 18).
+    """
+    return getattr(chunk, "text", None) or getattr(chunk, "page_content", None) or ""
 
 
 @lru_cache(maxsize=1 << 16)

@@ -100,6 +100,8 @@ def _resolve_vector_db_filter_kwargs(vector_db: Any, filters: dict[str, Any] | N
 
     Known backends by class name; others by ``search``'s signature. ``doc_id_filter`` takes only
     ``filters["doc_id"]`` (FAISS filters by doc id only), so e.g. a category filter resolves to {}.
+    A falsy doc id (``""``, ``None``, ``0``) is no filter either: the seed's "If filters is falsy [...]
+    it returns {} (i.e. an unfiltered search)" read as zerda does, per filter value (issue 18).
     """
     if not filters:
         return {}
@@ -109,7 +111,7 @@ def _resolve_vector_db_filter_kwargs(vector_db: Any, filters: dict[str, Any] | N
         logger.debug("%s.search has no filter keyword; ignoring filters %r", backend, filters)
         return {}
     if kwarg == "doc_id_filter":
-        if filters.get("doc_id") is None:
+        if not filters.get("doc_id"):
             logger.debug("%s filters by doc_id only; ignoring filters %r", backend, filters)
             return {}
         return {kwarg: filters["doc_id"]}
@@ -326,14 +328,16 @@ class HybridRetriever:
         all_results: dict[str, ScoredChunk] = {}
         ranked_lists: list[list[ScoredChunk]] = []
         use_metadata = self.cfg.use_metadata and self._meta is not None and bool(filters)
-        branches = (  # steps 2-4: each branch fetches k*2 and merges by content hash
-            (self.cfg.use_vector and self._vec is not None, self._vec, filters, "vector_score"),
-            (self.cfg.use_keyword and self._kw is not None, self._kw, None, "keyword_score"),
-            (use_metadata, self._meta, filters, "metadata_score"),
+        # Steps 2-4: vector and keyword fetch k*2; metadata fetches k (step 4 is "same merge pattern",
+        # not the over-fetch of steps 2-3: issue 18); every branch merges by content hash.
+        branches = (
+            (self.cfg.use_vector and self._vec is not None, self._vec, filters, "vector_score", k * 2),
+            (self.cfg.use_keyword and self._kw is not None, self._kw, None, "keyword_score", k * 2),
+            (use_metadata, self._meta, filters, "metadata_score", k),
         )
-        for enabled, retriever, branch_filters, score_field in branches:
+        for enabled, retriever, branch_filters, score_field, fetch in branches:
             if enabled:
-                hits = retriever.retrieve(query, k * 2, branch_filters)
+                hits = retriever.retrieve(query, fetch, branch_filters)
                 ranked_lists.append(hits)
                 self._merge(all_results, hits, score_field)
         if not all_results:  # step 5

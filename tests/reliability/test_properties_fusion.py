@@ -45,8 +45,8 @@ def fuse(lists: list[list[str]], **kwargs) -> list[ContextItem]:
 def test_rrf_fuse_ignores_the_order_of_the_lists_with_equal_weights(lists, data):
     shuffled = data.draw(st.permutations(lists))
     before, after = fuse(lists), fuse(shuffled)
-    raw_before = {item.id: item.metadata["rrf_score"] for item in before}
-    raw_after = {item.id: item.metadata["rrf_score"] for item in after}
+    raw_before = {item.id: item.metadata["rrf_raw_score"] for item in before}
+    raw_after = {item.id: item.metadata["rrf_raw_score"] for item in after}
     assert raw_before.keys() == raw_after.keys()
     for item_id, value in raw_before.items():
         assert raw_after[item_id] == pytest.approx(value, rel=1e-12)
@@ -66,8 +66,16 @@ def test_rrf_fuse_scores_are_in_unit_interval_and_sorted(lists, data):
     assert scores == sorted(scores, reverse=True)
     assert len({item.id for item in fused}) == len(fused)
     assert {item.id for item in fused} == {item_id for ids in lists for item_id in ids}
-    if fused and any(w > 0 and ids for w, ids in zip(weights, lists, strict=True)):
-        assert scores[0] == 1.0
+    # Min-max over the returned items (seed 004 "normalized scores", issue 18): the best scores 1.0 and
+    # the last 0.0, unless all tie (0.0 each) or a single item is returned (1.0 when its sum is > 0).
+    raw = [item.metadata["rrf_raw_score"] for item in fused]
+    if len(fused) == 1:
+        assert scores == [1.0 if raw[0] > 0 else 0.0]
+    elif len(fused) > 1 and raw[0] > raw[-1]:
+        assert (scores[0], scores[-1]) == (1.0, 0.0)
+        assert scores == pytest.approx([(r - raw[-1]) / (raw[0] - raw[-1]) for r in raw], rel=1e-12, abs=1e-12)
+    else:
+        assert set(scores) <= {0.0}
 
 
 @SETTINGS
@@ -77,6 +85,10 @@ def test_rrf_fuse_top_k_is_a_prefix_of_the_full_fusion(lists, top_k):
     cut = fuse(lists, top_k=top_k)
     assert len(cut) == min(top_k, len(full))
     assert [item.id for item in cut] == [item.id for item in full][:top_k]
+    # the raw sums do not depend on the cut; the normalised scores are over the cut's own range
+    assert [i.metadata["rrf_raw_score"] for i in cut] == [i.metadata["rrf_raw_score"] for i in full][:top_k]
+    if len(cut) > 1 and cut[0].metadata["rrf_raw_score"] > cut[-1].metadata["rrf_raw_score"]:
+        assert cut[-1].score == 0.0
 
 
 # --- zerda HybridRetriever -------------------------------------------------------------------------

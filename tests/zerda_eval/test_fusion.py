@@ -52,12 +52,21 @@ def test_rrf_equals_ranx_rrf():
         assert dict(ranking) == pytest.approx(theirs[qid])
 
 
-def test_weighted_rrf_and_pipeline_rrf_is_normalised_weighted_rrf():
+def test_weighted_rrf_and_pipeline_rrf_is_min_max_normalised_weighted_rrf():
     weighted = scores(fuse_runs("rrf", [A, B], k=60, weights=[1.0, 2.0]), "q1")
     assert weighted["d4"] == pytest.approx(2 / 62)
     pipeline = scores(fuse_runs("pipeline_rrf", [A, B], k=60, weights=[1.0, 2.0]), "q1")
-    best = max(weighted.values())
-    assert pipeline == pytest.approx({doc: value / best for doc, value in weighted.items()})
+    # rrf_fuse's min-max over the returned set: d3 = 1/63 + 2/61 is the best, d2 = 1/62 the last
+    best, last = 1 / 63 + 2 / 61, 1 / 62
+    assert pipeline == pytest.approx({doc: (value - last) / (best - last) for doc, value in weighted.items()})
+    assert (pipeline["d3"], pipeline["d2"]) == (1.0, 0.0)
+
+
+def test_pipeline_rrf_top_k_normalises_over_the_kept_documents():
+    """``top_k`` goes into ``rrf_fuse`` itself, whose min-max range is the returned set (seed 004, issue 18)."""
+    pipeline = fuse_runs("pipeline_rrf", [A, B], k=60, weights=[1.0, 2.0], top_k=2)["q1"]
+    assert pipeline == [("d3", 1.0), ("d1", 0.0)]  # d1 = 1/61 + 2/63 is the last of the two kept
+    assert fuse_runs("pipeline_rrf", [A, B], k=60, top_k=1)["q2"] == [("d5", 1.0)]  # a single item scores 1.0
 
 
 @RANX_KERNELS

@@ -15,7 +15,6 @@ import pytest
 from retrieval.core import cosine, tokenize
 from retrieval.embeddings import load_embedder
 from retrieval.pipeline.late_interaction import MaxSimScorer
-from retrieval.pipeline.scoring import unit_scores
 from retrieval.zerda import (
     ChunkMetadata,
     ContextEngineConfig,
@@ -488,10 +487,11 @@ def test_pipeline_hybrid_equals_hand_rrf(cranfield_small: Collection, lsa_small)
         for ranked, weight in ((sparse, weights[0]), (dense, weights[1])):
             for rank, doc_id in enumerate(ranked, start=1):
                 sums[doc_id] = sums.get(doc_id, 0.0) + weight / (20 + rank)
-        order = sorted(sums, key=lambda d: -sums[d])  # stable: first seen (sparse list, then dense) wins ties
-        best = sums[order[0]]
-        assert [d for d, _ in run_[qid]] == order[:k]
-        np.testing.assert_allclose([s for _, s in run_[qid]], [sums[d] / best for d in order[:k]], atol=1e-9)
+        order = sorted(sums, key=lambda d: -sums[d])[:k]  # stable: first seen (sparse list, then dense) wins ties
+        best, last = sums[order[0]], sums[order[-1]]  # rrf_fuse: min-max over the k returned (seed 004, issue 18)
+        assert [d for d, _ in run_[qid]] == order
+        expected = [(sums[d] - last) / (best - last) for d in order]
+        np.testing.assert_allclose([s for _, s in run_[qid]], expected, atol=1e-9)
 
 
 def test_pipeline_rerank_reorders_the_bm25_top_n_by_embedding_cosine(cranfield_small: Collection, lsa_small) -> None:
@@ -505,7 +505,9 @@ def test_pipeline_rerank_reorders_the_bm25_top_n_by_embedding_cosine(cranfield_s
         order = sorted_by_score(raw)
         expected_ids = [candidates[i] for i in order][:3]
         assert [d for d, _ in run_[qid]] == expected_ids
-        expected_scores = unit_scores([raw[i] for i in order])[:3]
+        # The run records the reranker's raw score (metadata["raw_score"]), the key it ordered by: the
+        # clamped item.score ties every negative cosine at 0.0, and the tie-break by doc id would reorder them.
+        expected_scores = [raw[i] for i in order][:3]
         np.testing.assert_allclose([s for _, s in run_[qid]], expected_scores, atol=1e-5)
 
 
@@ -548,7 +550,7 @@ def test_late_interaction_equals_maxsim_on_wordllama_token_vectors(english: Coll
         raw = [MaxSimScorer().score(tokens(text), tokens(texts[d])) for d in candidates]
         order = sorted_by_score(raw)
         assert [d for d, _ in run_[qid]] == [candidates[i] for i in order][:k]
-        expected = unit_scores([raw[i] for i in order])[:k]
+        expected = [raw[i] for i in order][:k]  # the raw MaxSim sum: the clamped score would tie them at 1.0
         np.testing.assert_allclose([s for _, s in run_[qid]], expected, atol=1e-6)
 
 

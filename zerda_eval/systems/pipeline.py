@@ -44,7 +44,14 @@ def collection_items(collection: Any) -> list[ContextItem]:
 
 
 class PipelineSystem(System):
-    """A seed-004 ``Retriever`` built by ``_build``; ``search`` maps its items' ids back."""
+    """A seed-004 ``Retriever`` built by ``_build``; ``search`` maps its items' ids back.
+
+    ``run_score``: the metadata key of the raw score a re-scoring family ranks by. Its ``item.score`` is
+    clamped to [0, 1] (seed 004's library rule), which ties distinct raw scores; the harness tie-break
+    by doc id would then evaluate an order the retriever never returned. ``None``: ``item.score``.
+    """
+
+    run_score: ClassVar[str | None] = None
 
     def _index(self, collection: Any, cache_dir: Path | None) -> None:
         self._items = collection_items(collection)
@@ -54,7 +61,8 @@ class PipelineSystem(System):
         raise NotImplementedError
 
     def _search(self, text: str, k: int) -> Results:
-        return [(item.id, float(item.score)) for item in self._retriever.retrieve(QueryBundle(query_str=text), k)]
+        items = self._retriever.retrieve(QueryBundle(query_str=text), k)
+        return [(item.id, float(item.metadata[self.run_score] if self.run_score else item.score)) for item in items]
 
     def _sparse(self, collection: Any) -> SparseRetriever:
         sparse = SparseRetriever(tokenize_fn=collection_analyzer(self.params, collection, self.stats))
@@ -138,6 +146,7 @@ class PipelineRerank(PipelineSystem):
 
     family = "pipeline.rerank"
     description = "pipeline BM25 top-100 -> CrossEncoderReranker (embedding cosine)"
+    run_score = "raw_score"
     param_specs: ClassVar[dict[str, ParamSpec]] = {
         **ANALYZER_PARAMS,
         **EMBEDDER_PARAMS,
@@ -194,6 +203,7 @@ class PipelineLateInteraction(PipelineSystem):
 
     family = "pipeline.late_interaction"
     description = "pipeline LateInteractionRetriever (BM25 -> MaxSim, wordllama token vectors)"
+    run_score = "late_interaction_score"
     param_specs: ClassVar[dict[str, ParamSpec]] = {
         **ANALYZER_PARAMS,
         "dim": EMBEDDER_PARAMS["dim"],

@@ -15,6 +15,7 @@ from retrieval.pipeline import (
     ContextItem,
     QueryBundle,
     RetrieverError,
+    rrf_fuse,
 )
 
 VECTORS = {"east": [1.0, 0.0], "north": [0.0, 1.0], "northeast": [1.0, 1.0], "west": [-1.0, 0.0]}
@@ -67,7 +68,11 @@ def test_async_hybrid_fans_out_concurrently_and_fuses():
     assert started[:2] == ["one", "two"]  # both started before either finished
     raw = {"a": 1 / 2, "b": 1 / 3 + 2 / 2, "c": 2 / 3}
     assert [r.id for r in results] == ["b", "c", "a"]
-    assert [r.metadata["rrf_score"] for r in results] == pytest.approx([raw["b"], raw["c"], raw["a"]])
+    assert [r.metadata["rrf_raw_score"] for r in results] == pytest.approx([raw["b"], raw["c"], raw["a"]])
+    # min-max over the returned set, as rrf_fuse: c = (2/3 - 1/2) / (1/3 + 1 - 1/2) = 0.2
+    assert [r.score for r in results] == pytest.approx([1.0, 0.2, 0.0])
+    expected = rrf_fuse([[ContextItem(id=i, content=i) for i in ids] for ids in (["a", "b"], ["b", "c"])], [1, 2], 1)
+    assert [(r.id, r.score, r.metadata) for r in results] == [(e.id, e.score, e.metadata) for e in expected]
 
 
 def test_async_hybrid_with_dense_retrievers_and_failures():
@@ -99,6 +104,19 @@ def test_async_cross_encoder_scores_concurrently():
     reranked = asyncio.run(reranker.arerank(QueryBundle(query_str="q"), items, top_k=2))
     assert [(r.id, r.score) for r in reranked] == [("9", pytest.approx(0.9)), ("5", pytest.approx(0.5))]
     assert events[:3] == ["start 3", "start 9", "start 5"]  # all scored at once, not one by one
+
+
+def test_async_cross_encoder_clamps_and_orders_by_raw_score():
+    async def score(query, content):
+        return {"a": -1.5, "b": 2.5, "c": 1.25}[content]
+
+    items = [ContextItem(id=c, content=c) for c in "abc"]
+    reranked = asyncio.run(AsyncCrossEncoderReranker(score).arerank(QueryBundle(query_str="q"), items))
+    assert [(r.id, r.score, r.metadata["raw_score"]) for r in reranked] == [
+        ("b", 1.0, 2.5),
+        ("c", 1.0, 1.25),
+        ("a", 0.0, -1.5),
+    ]
 
 
 def test_async_cohere_orders_by_returned_indices():

@@ -1,6 +1,8 @@
 """Data model, protocols, default tokenizer and in-memory stores of retrieval.pipeline."""
 
+import hashlib
 import uuid
+from datetime import UTC, datetime
 
 import pytest
 from pydantic import ValidationError
@@ -73,10 +75,23 @@ def test_query_bundle_defaults_and_frozen():
         q.query_str = "other"
 
 
-def test_memory_entry_importance_range():
-    assert MemoryEntry(content="m", importance=1.0).importance == 1.0
-    with pytest.raises(ValueError, match="importance"):
-        MemoryEntry(content="m", importance=1.5)
+def test_memory_entry_fields_and_defaults_of_the_documented_library():
+    """Seed 004 lists ``MemoryEntry`` without fields; these are the documented library's (issue 18)."""
+    before = datetime.now(UTC)
+    entry = MemoryEntry(content="likes apples")
+    assert (entry.relevance_score, entry.access_count, entry.memory_type) == (0.5, 0, "semantic")
+    assert (entry.tags, entry.metadata, entry.user_id, entry.session_id, entry.expires_at) == ([], {}, None, None, None)
+    assert before <= entry.last_accessed <= datetime.now(UTC) and entry.created_at.tzinfo is not None
+    assert entry.updated_at.tzinfo is not None and len(entry.id) == 36
+    assert entry.content_hash == hashlib.md5(b"likes apples").hexdigest()  # computed from the content
+    assert MemoryEntry(content="x", content_hash="given").content_hash == "given"
+    assert MemoryEntry(content="m", relevance_score=1.0).relevance_score == 1.0
+    with pytest.raises(ValueError, match="relevance_score"):
+        MemoryEntry(content="m", relevance_score=1.5)
+    with pytest.raises(ValueError, match="access_count"):
+        MemoryEntry(content="m", access_count=-1)
+    with pytest.raises(ValidationError):
+        MemoryEntry(content="m", importance=0.9)  # the old name is an unknown field, not silently dropped
 
 
 def test_protocols_are_runtime_checkable():

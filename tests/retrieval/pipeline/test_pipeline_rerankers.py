@@ -1,6 +1,5 @@
 """Synchronous rerankers: score, cross-encoder, Cohere callback, FlashRank (at its seam), round robin."""
 
-import math
 import sys
 
 import pytest
@@ -33,14 +32,10 @@ def logit(query, content):
     return {"dog": -2.0, "cat": 1.0, "cat cat": 3.0}[content]
 
 
-def sigmoid(x):
-    return 1 / (1 + math.exp(-x))
-
-
 def test_score_reranker_process():
     reranked = ScoreReranker(count_overlap).process(ITEMS, QUERY)
     assert [(r.id, r.score) for r in reranked] == [("c", 1.0), ("b", 0.5), ("a", 0.0)]
-    assert reranked[0].metadata["rerank_score"] == 1.0
+    assert reranked[0].metadata["raw_score"] == 1.0
     assert [r.id for r in ScoreReranker(count_overlap, top_k=1).process(ITEMS, QUERY)] == ["c"]
     assert ScoreReranker(count_overlap).process(ITEMS) is ITEMS  # no query: input unchanged
     assert not isinstance(ScoreReranker(count_overlap), Reranker)  # process(), not the Reranker protocol
@@ -53,12 +48,23 @@ def test_cross_encoder_keeps_unit_scores_and_cuts_top_k():
     assert len(CrossEncoderReranker(count_overlap, top_k=1).rerank(QUERY, ITEMS, top_k=None)) == 1
 
 
-def test_cross_encoder_logits_go_through_a_sigmoid():
+def test_cross_encoder_clamps_logits_orders_by_raw_and_keeps_raw_score():
+    """Seed 004 "Score each item and return top-k": the documented library clamps to [0, 1], no sigmoid."""
     reranked = CrossEncoderReranker(logit).rerank(QUERY, ITEMS)
-    assert [r.id for r in reranked] == ["c", "b", "a"]
-    assert [r.score for r in reranked] == pytest.approx([sigmoid(3.0), sigmoid(1.0), sigmoid(-2.0)])
-    assert [r.metadata["rerank_score"] for r in reranked] == [3.0, 1.0, -2.0]
+    assert [r.id for r in reranked] == ["c", "b", "a"]  # by raw 3.0 > 1.0 > -2.0, though c and b both clamp to 1
+    assert [r.score for r in reranked] == [1.0, 1.0, 0.0]
+    assert [r.metadata["raw_score"] for r in reranked] == [3.0, 1.0, -2.0]
     assert reranked[0].metadata["rerank_method"] == "cross_encoder"
+    assert "rerank_score" not in reranked[0].metadata
+
+
+def test_score_reranker_clamps_too():
+    reranked = ScoreReranker(lambda q, c: {"dog": -0.5, "cat": 0.25, "cat cat": 7.0}[c]).process(ITEMS, QUERY)
+    assert [(r.id, r.score, r.metadata["raw_score"]) for r in reranked] == [
+        ("c", 1.0, 7.0),
+        ("b", 0.25, 0.25),
+        ("a", 0.0, -0.5),
+    ]
 
 
 def test_cohere_reranker_uses_callback_indices_and_scores():
@@ -66,11 +72,12 @@ def test_cohere_reranker_uses_callback_indices_and_scores():
 
     def rerank_fn(query, documents, top_k):
         calls.append((query, documents, top_k))
-        return [(1, 0.7), (2, 0.95)]
+        return [(1, 0.7), (2, 1.5)]
 
     reranked = CohereReranker(rerank_fn).rerank(QUERY, ITEMS, top_k=5)
     assert calls == [("cat", ["dog", "cat", "cat cat"], 5)]
-    assert [(r.id, r.score) for r in reranked] == [("c", 0.95), ("b", 0.7)]  # sorted by score, "a" dropped
+    # sorted by the raw score, "a" dropped; 1.5 clamps to 1.0, 0.7 stays (no sigmoid of the batch)
+    assert [(r.id, r.score, r.metadata["raw_score"]) for r in reranked] == [("c", 1.0, 1.5), ("b", 0.7, 0.7)]
 
 
 def test_cohere_reranker_rejects_bad_index():
@@ -88,7 +95,7 @@ class FakeRanker:
 
     def rerank(self, request):
         self.requests.append(request)
-        scored = [{**p, "score": 0.1 * len(p["text"])} for p in request.passages]
+        scored = [{**p, "score": 0.2 * len(p["text"]) - 0.3} for p in request.passages]
         return sorted(scored, key=lambda p: -p["score"])
 
 
@@ -97,8 +104,9 @@ def test_flashrank_scoring_through_the_ranker_seam():
     reranker = FlashRankReranker(ranker=fake)
     assert reranker._get_ranker() is fake
     reranked = reranker.rerank(QUERY, ITEMS, top_k=2)
-    assert [r.id for r in reranked] == ["c", "a"]  # "cat cat" (0.7) then "dog" (0.3, before "cat" by order)
-    assert [r.score for r in reranked] == pytest.approx([0.7, 0.3])
+    assert [r.id for r in reranked] == ["c", "a"]  # "cat cat" (1.1) then "dog" (0.3, before "cat" by order)
+    assert [r.score for r in reranked] == pytest.approx([1.0, 0.3])  # 1.1 clamped
+    assert [r.metadata["raw_score"] for r in reranked] == pytest.approx([1.1, 0.3])
     assert fake.requests[0].query == "cat"
     assert [p["text"] for p in fake.requests[0].passages] == ["dog", "cat", "cat cat"]
 

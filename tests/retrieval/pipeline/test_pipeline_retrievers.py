@@ -14,6 +14,7 @@ from retrieval.pipeline import (
     QueryBundle,
     RetrieverError,
     SparseRetriever,
+    rrf_fuse,
 )
 
 VECTORS = {"north": [0.0, 1.0], "east": [1.0, 0.0], "northeast": [1.0, 1.0], "south": [0.0, -1.0]}
@@ -130,8 +131,21 @@ def test_hybrid_rrf_numbers():
     results = hybrid.retrieve(QueryBundle(query_str="q"))
     raw = {"a": 1 / 61, "b": 1 / 61 + 1 / 62, "c": 1 / 63, "d": 1 / 62}
     assert [r.id for r in results] == ["b", "a", "d", "c"]
-    assert [r.metadata["rrf_score"] for r in results] == pytest.approx([raw[i] for i in "badc"])
-    assert [r.score for r in results] == pytest.approx([raw[i] / raw["b"] for i in "badc"])
+    assert [r.metadata["rrf_raw_score"] for r in results] == pytest.approx([raw[i] for i in "badc"])
+    # min-max over the returned set: (s - 1/63) / (1/61 + 1/62 - 1/63)
+    span = 1 / 61 + 1 / 62 - 1 / 63
+    assert [r.score for r in results] == pytest.approx([1.0, (1 / 61 - 1 / 63) / span, (1 / 62 - 1 / 63) / span, 0.0])
+
+
+def test_hybrid_returns_exactly_rrf_fuse_output():
+    """Seed 004: HybridRetriever "Fuse results with RRF": its items are ``rrf_fuse``'s, scores included."""
+    lists = [["a", "b", "c"], ["b", "d"]]
+    hybrid = HybridRetriever([StaticRetriever(ids) for ids in lists], 10, [2.0, 1.0])
+    results = hybrid.retrieve(QueryBundle(query_str="q"), top_k=3)
+    expected = rrf_fuse([StaticRetriever(ids).retrieve(None, 3) for ids in lists], [2.0, 1.0], 10, 3)
+    assert [(r.id, r.score, r.metadata) for r in results] == [(e.id, e.score, e.metadata) for e in expected]
+    # b 2/12 + 1/11, a 2/11, c 2/13 (d 1/12 is cut): a = (2/11 - 2/13) / (2/12 + 1/11 - 2/13)
+    assert [r.score for r in results] == pytest.approx([1.0, (2 / 11 - 2 / 13) / (2 / 12 + 1 / 11 - 2 / 13), 0.0])
 
 
 def test_hybrid_weights_and_k():
@@ -139,13 +153,13 @@ def test_hybrid_weights_and_k():
     results = hybrid.retrieve(QueryBundle(query_str="q"))
     raw = {"a": 2 / 11, "b": 2 / 12 + 1 / 11, "c": 2 / 13, "d": 1 / 12}
     assert [r.id for r in results] == ["b", "a", "c", "d"]
-    assert [r.metadata["rrf_score"] for r in results] == pytest.approx([raw[i] for i in "bacd"])
+    assert [r.metadata["rrf_raw_score"] for r in results] == pytest.approx([raw[i] for i in "bacd"])
 
 
 def test_hybrid_skips_failures_and_fails_when_all_fail():
     hybrid = HybridRetriever([FailingRetriever(), StaticRetriever(["x", "y"])], weights=[5.0, 1.0])
     results = hybrid.retrieve(QueryBundle(query_str="q"), top_k=1)
-    assert [r.id for r in results] == ["x"] and results[0].metadata["rrf_score"] == pytest.approx(1 / 61)
+    assert [r.id for r in results] == ["x"] and results[0].metadata["rrf_raw_score"] == pytest.approx(1 / 61)
     with pytest.raises(RetrieverError, match=r"all 2 sub-retrievers failed.*backend down"):
         HybridRetriever([FailingRetriever(), FailingRetriever()]).retrieve(QueryBundle(query_str="q"))
 
@@ -161,7 +175,7 @@ def test_hybrid_with_real_dense_and_sparse():
     results = HybridRetriever([dense_r, sparse_r]).retrieve(QueryBundle(query_str="apple"), top_k=2)
     # dense: d3 (cosine 1), then d0, d1, d2 tied at 0 in index order; sparse: d0 only
     assert [r.id for r in results] == ["d0", "d3"]
-    assert [r.metadata["rrf_score"] for r in results] == pytest.approx([1 / 62 + 1 / 61, 1 / 61])
+    assert [r.metadata["rrf_raw_score"] for r in results] == pytest.approx([1 / 62 + 1 / 61, 1 / 61])
 
 
 def test_hybrid_construction_errors():

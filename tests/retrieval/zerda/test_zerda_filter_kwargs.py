@@ -105,3 +105,15 @@ def test_unreadable_signature_is_treated_as_no_filter_kwarg():
 def test_falsy_filters_give_no_kwargs(filters):
     assert _resolve_vector_db_filter_kwargs(ChromaVectorDatabase(), filters) == {}
     assert _resolve_vector_db_filter_kwargs(FAISSVectorDatabase(), filters) == {}
+
+
+@pytest.mark.parametrize("doc_id", ["", None, 0])
+def test_falsy_doc_id_is_no_filter_for_faiss_and_the_signature_fallback(doc_id):
+    """Seed 000: "If filters is falsy, or no matching kwarg can be found at all, it returns {}"; a falsy
+    doc_id gives FAISS nothing to filter by: {"doc_id": ""} is an unfiltered search (as zerda does)."""
+
+    class CustomVectorDB:
+        def search(self, query, top_k=5, score_threshold=None, doc_id_filter=None): ...
+
+    assert _resolve_vector_db_filter_kwargs(FAISSVectorDatabase(), {"doc_id": doc_id}) == {}
+    assert _resolve_vector_db_filter_kwargs(CustomVectorDB(), {"doc_id": doc_id, "lang": "ar"}) == {}

@@ -91,8 +91,23 @@ def test_weights_over_all_three_branches_and_filter_routing():
     }
     assert [h.doc_id for h in hits] == ["x", "z", "y"]
     assert {h.doc_id: h.composite_score for h in hits} == pytest.approx(expected, rel=1e-12)
-    assert vector.calls == [("q", 10, filters)] and metadata.calls == [("q", 10, filters)]
+    assert vector.calls == [("q", 10, filters)] and metadata.calls == [("q", 5, filters)]
     assert keyword.calls == [("q", 10, None)]  # keyword retrieval never sees filters
+
+
+def test_metadata_branch_fetches_k_not_twice_k():
+    """Seed 000 step 4 shares step 3's "same merge pattern", not steps 2-3's "fetch k*2 results"."""
+    a, b, c = (DocumentChunk(f"text {i}", i, metadata={"lang": "ar"}) for i in "abc")
+    vector = Fixed("vector_score", [(c, 0.5), (a, 0.45)])
+    metadata = MetadataRetriever(ContextEngineConfig(), chunks=[b, a])  # matches in corpus order: b, a
+    cfg = _config(use_metadata=True, use_keyword=False)
+    hits = HybridRetriever(cfg, vector, metadata_retriever=metadata).retrieve("q", top_k=1, filters={"lang": "ar"})
+    # k=1: the metadata branch brings b only, so c = 0.6*0.5 = 0.30 beats a = 0.6*0.45 = 0.27.
+    # (Fetching k*2 would also bring a: 0.27 + 0.1*1.0 = 0.37 would win.)
+    assert [(h.doc_id, h.composite_score) for h in hits] == [("c", pytest.approx(0.30, rel=1e-12))]
+    spy = Fixed("metadata_score", [(b, 1.0), (a, 1.0)])
+    HybridRetriever(cfg, vector, metadata_retriever=spy).retrieve("q", top_k=1, filters={"lang": "ar"})
+    assert spy.calls == [("q", 1, {"lang": "ar"})] and vector.calls[-1][1] == 2
 
 
 def test_each_branch_over_fetches_twice_k_and_result_is_truncated_to_k():

@@ -57,6 +57,16 @@ def test_scored_chunk_reads_langchain_shaped_documents():
     assert (sc.text, sc.doc_id, sc.metadata) == ("from langchain", "lc-7", {"year": 2026})
 
 
+@pytest.mark.parametrize("text", ["", None])
+def test_scored_chunk_text_falls_back_to_page_content_when_text_is_empty_or_missing(text):
+    """Seed 000 names both chunk shapes; an empty ``text`` beside a ``page_content`` reads the page content."""
+    document = SimpleNamespace(text=text, page_content="from langchain")
+    sc = ScoredChunk(document)
+    assert sc.text == "from langchain"
+    assert sc.content_hash == hashlib.sha256(b"from langchain").hexdigest()
+    assert ScoredChunk(SimpleNamespace(text="", page_content="")).text == ""
+
+
 def test_scored_chunk_without_metadata_or_ids():
     sc = ScoredChunk(SimpleNamespace(text="bare"))
     assert sc.doc_id is None and sc.metadata == {}
