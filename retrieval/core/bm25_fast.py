@@ -98,7 +98,8 @@ def _top_k_kernel(  # type: ignore[no-untyped-def]
                 term, count = query_terms[term_pos], query_counts[term_pos]
                 slot = dense_slot[term]
                 if slot >= 0:  # a frequent term: a sequential add of its dense row beats a scatter
-                    scores += count * dense_rows[slot]
+                    for doc in range(n_docs):  # in place: ``count * row`` would allocate a row per term
+                        scores[doc] += count * dense_rows[slot, doc]
                 else:
                     for posting in range(indptr[term], indptr[term + 1]):
                         scores[indices[posting]] += count * data[posting]
@@ -188,33 +189,33 @@ class SparseBM25:
         self._dense_slot[frequent] = np.arange(len(frequent))
         self._dense_rows = self.weights[frequent].toarray()
 
-    def _query_matrix(self, queries: Sequence[Iterable[str]]) -> sp.csr_matrix:
-        """``(n_queries, n_terms)`` matrix: how many times each query holds each term known to the index.
+    def _query_arrays(self, queries: Sequence[Iterable[str]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each query's terms known to the index, CSR-style: ``(indptr, term rows, counts)``.
 
         A repeated query word counts every time (issue 18.1): its weight row is added ``count`` times.
+        Plain arrays, no scipy matrix: building one per call cost more than a small query's scoring.
         """
+        lookup = self.vocabulary.get
         indptr = [0]
         columns: list[int] = []
-        counts: list[int] = []
-        lookup = self.vocabulary.get
+        counts: list[float] = []
         for tokens in queries:
             terms = Counter(c for c in map(lookup, tokens) if c is not None)
             for column in sorted(terms):
                 columns.append(column)
                 counts.append(terms[column])
             indptr.append(len(columns))
-        return sp.csr_matrix(
-            (
-                np.asarray(counts, dtype=np.float64),
-                np.asarray(columns, dtype=np.int32),
-                np.asarray(indptr, dtype=np.int64),
-            ),
-            shape=(len(queries), self.weights.shape[0]),
+        return (
+            np.array(indptr, dtype=np.int64),
+            np.array(columns, dtype=np.int32),
+            np.array(counts, dtype=np.float64),
         )
 
     def scores(self, query_tokens: Iterable[str]) -> np.ndarray:
         """BM25 score of every document for one query, in document order (float64)."""
-        return (self._query_matrix([query_tokens]) @ self.weights).toarray()[0]
+        indptr, columns, counts = self._query_arrays([query_tokens])
+        query = sp.csr_matrix((counts, columns, indptr), shape=(1, self.weights.shape[0]))
+        return (query @ self.weights).toarray()[0]
 
     def top_k_batch(self, queries_tokens: Sequence[Iterable[str]], k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` documents of each query: ``(indices, scores)`` of shape ``(n_queries, min(k, n_docs))``.
@@ -226,7 +227,7 @@ class SparseBM25:
         docs = np.zeros((len(queries_tokens), width), dtype=np.int64)
         scores = np.zeros((len(queries_tokens), width), dtype=np.float64)
         if width and len(queries_tokens):
-            queries = self._query_matrix(queries_tokens)
+            query_indptr, query_terms, query_counts = self._query_arrays(queries_tokens)
             w = self.weights
             n_chunks = min(len(queries_tokens), numba.get_num_threads())
             kernel = _top_k_kernel if n_chunks > 1 else _top_k_kernel_serial
@@ -236,9 +237,9 @@ class SparseBM25:
                 w.data,
                 self._dense_slot,
                 self._dense_rows,
-                queries.indptr,
-                queries.indices,
-                queries.data,
+                query_indptr,
+                query_terms,
+                query_counts,
                 self.n_docs,
                 n_chunks,
                 docs,
