@@ -11,8 +11,8 @@ Passages and queries come from ``test_bench_scaling.zipf_token_lists`` (Zipf(1.1
 20-80 tokens per passage, 3-10 per query), seeded. The default is 100,000 passages; ZERDA_BENCH_1M=1
 (or ``--passages N``) runs 1,000,000.
 
-    /work/venv/bin/python benchmarks/bench_large_corpus.py
-    ZERDA_BENCH_1M=1 /work/venv/bin/python benchmarks/bench_large_corpus.py
+    python benchmarks/bench_large_corpus.py
+    ZERDA_BENCH_1M=1 python benchmarks/bench_large_corpus.py
 """
 
 from __future__ import annotations

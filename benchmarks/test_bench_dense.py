@@ -38,3 +38,22 @@ def test_dense_top_10(timed, vectors, system: str) -> None:
         ours = DenseIndex(docs, backend=backend)
         run, role = (lambda: ours.search(queries, K)), "ours"
     timed(f"dense top-{K}, {N_DOCS:,} x {DIM}", system, run, units=N_QUERIES, role=role, rounds=5)
+
+
+@pytest.mark.parametrize("system", ["ours DenseIndex faiss", "faiss IndexFlatIP"])
+def test_dense_build(timed, vectors, system: str) -> None:
+    """Index build: ours normalises and hands the rows to FAISS (no second copy); the peer gets them normalised."""
+    faiss = pytest.importorskip("faiss")
+    docs, queries = vectors
+    unit = normalize_rows(docs)
+
+    def peer():
+        index = faiss.IndexFlatIP(DIM)
+        index.add(unit)
+        return index
+
+    build, role = ((lambda: DenseIndex(docs, backend="faiss")), "ours") if system.startswith("ours") else (peer, "peer")
+    index = timed(f"dense build, {N_DOCS:,} x {DIM}", system, build, units=N_DOCS, unit="doc", role=role, rounds=5)
+    found = index.search(normalize_rows(queries[:50]), K)[1 if role == "peer" else 0]
+    expected = DenseIndex(docs, backend="numpy").search(queries[:50], K)[0]
+    assert (np.sort(found, axis=1) == np.sort(expected, axis=1)).mean() > 0.99  # same top-10 (float ties aside)

@@ -2,11 +2,13 @@
 
 Formula (seed 000, "Standard BM25"):
 
-    score(d, q) = sum over unique query terms t of
+    score(d, q) = sum over the query's tokens t, as they come, of
                   idf(t) * tf(t, d) * (k1 + 1) / (tf(t, d) + k1 * (1 - b + b * |d| / avgdl))
     idf(t)      = log((N - df(t) + 0.5) / (df(t) + 0.5) + 1)
 
-Query terms are de-duplicated (the seed counts cost in *unique* query terms); terms outside the
+A repeated query word adds its term score each time ("cat cat dog" counts cat twice), as zerda's
+``BM25Scorer.score`` and rank_bm25's ``get_scores`` do. The seed's "Q = number of unique query terms"
+is a complexity remark ("Complexity: O(D x Q)"), not the formula (issue 18.1). Terms outside the
 corpus vocabulary add nothing. Scoring walks an inverted index, which gives the same numbers as
 scoring every document against every term, with zero for documents that share no term.
 """
@@ -33,11 +35,6 @@ def validate_bm25_params(k1: float, b: float) -> None:
         raise ValueError(f"BM25 k1 must be a finite number >= 0, got {k1!r}")
     if not (isinstance(b, int | float) and 0.0 <= b <= 1.0):
         raise ValueError(f"BM25 b must be a number in [0, 1], got {b!r}")
-
-
-def unique_terms(tokens: Iterable[str]) -> list[str]:
-    """Query tokens de-duplicated, first occurrence order kept (so sums run in a fixed order)."""
-    return list(dict.fromkeys(tokens))
 
 
 class BM25Index:
@@ -90,9 +87,9 @@ class BM25Index:
         return len(self.corpus)
 
     def scores(self, query_tokens: Iterable[str]) -> list[float]:
-        """BM25 score of every document for the query, in document order."""
+        """BM25 score of every document for the query, in document order (a repeated token adds again)."""
         scores = [0.0] * len(self.corpus)
-        for term in unique_terms(query_tokens):
+        for term in query_tokens:
             for doc_index, weight in self._postings.get(term, ()):
                 scores[doc_index] += weight
         return scores

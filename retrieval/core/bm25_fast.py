@@ -5,8 +5,10 @@ bm25s does), with the same float64 operations in the same order as ``BM25Index.s
 weight is bit-identical to the reference's. ``scores`` sums a query's weight rows with a sparse
 product; ``top_k_batch`` runs a compiled kernel (numba, parallel over queries) that walks the posting
 lists of each query's terms and keeps the k best documents in a heap, so no dense score matrix is
-built. Terms are summed in vocabulary order rather than query order, which moves a score by at most
-a few ulps (tests check 1e-9 and identical rankings).
+built. A query word repeated ``c`` times adds ``c`` times its weight, as the reference adds it
+``c`` times (issue 18.1: the seed's "Q = number of unique query terms" is a complexity remark). Terms
+are summed in vocabulary order rather than query order, which moves a score by at most a few ulps
+(tests check 1e-9 and identical rankings).
 
 ``save`` writes the CSR arrays as ``.npy`` so ``SparseBM25.load(dir, mmap=True)`` can serve corpora
 larger than memory from the page cache.
@@ -15,6 +17,7 @@ larger than memory from the page cache.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -22,7 +25,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from retrieval.core.bm25 import DEFAULT_B, DEFAULT_K1, bm25_idf, unique_terms, validate_bm25_params
+from retrieval.core.bm25 import DEFAULT_B, DEFAULT_K1, bm25_idf, validate_bm25_params
 
 _ARRAYS = ("data", "indices", "indptr")
 # Terms in at least this share of documents also get a dense weight row, within a budget of cells.
@@ -79,6 +82,7 @@ def _top_k_kernel(  # type: ignore[no-untyped-def]
     dense_rows,
     query_indptr,
     query_terms,
+    query_counts,
     n_docs,
     n_chunks,
     out_docs,
@@ -91,13 +95,14 @@ def _top_k_kernel(  # type: ignore[no-untyped-def]
         heap_docs = np.empty(k, dtype=np.int64)
         for query in range(chunk * n_queries // n_chunks, (chunk + 1) * n_queries // n_chunks):
             for term_pos in range(query_indptr[query], query_indptr[query + 1]):
-                term = query_terms[term_pos]
+                term, count = query_terms[term_pos], query_counts[term_pos]
                 slot = dense_slot[term]
                 if slot >= 0:  # a frequent term: a sequential add of its dense row beats a scatter
-                    scores += dense_rows[slot]
+                    for doc in range(n_docs):  # in place: ``count * row`` would allocate a row per term
+                        scores[doc] += count * dense_rows[slot, doc]
                 else:
                     for posting in range(indptr[term], indptr[term + 1]):
-                        scores[indices[posting]] += data[posting]
+                        scores[indices[posting]] += count * data[posting]
             for doc in range(k):
                 _push(heap_scores, heap_docs, doc, scores[doc], doc)
             # Later documents have higher indices, so only a strictly higher score displaces the root.
@@ -184,22 +189,33 @@ class SparseBM25:
         self._dense_slot[frequent] = np.arange(len(frequent))
         self._dense_rows = self.weights[frequent].toarray()
 
-    def _query_matrix(self, queries: Sequence[Iterable[str]]) -> sp.csr_matrix:
-        """0/1 matrix ``(n_queries, n_terms)`` of each query's de-duplicated terms known to the index."""
+    def _query_arrays(self, queries: Sequence[Iterable[str]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each query's terms known to the index, CSR-style: ``(indptr, term rows, counts)``.
+
+        A repeated query word counts every time (issue 18.1): its weight row is added ``count`` times.
+        Plain arrays, no scipy matrix: building one per call cost more than a small query's scoring.
+        """
+        lookup = self.vocabulary.get
         indptr = [0]
         columns: list[int] = []
-        lookup = self.vocabulary.get
+        counts: list[float] = []
         for tokens in queries:
-            columns.extend(sorted(c for c in map(lookup, unique_terms(tokens)) if c is not None))
+            terms = Counter(c for c in map(lookup, tokens) if c is not None)
+            for column in sorted(terms):
+                columns.append(column)
+                counts.append(terms[column])
             indptr.append(len(columns))
-        return sp.csr_matrix(
-            (np.ones(len(columns)), np.asarray(columns, dtype=np.int32), np.asarray(indptr, dtype=np.int64)),
-            shape=(len(queries), self.weights.shape[0]),
+        return (
+            np.array(indptr, dtype=np.int64),
+            np.array(columns, dtype=np.int32),
+            np.array(counts, dtype=np.float64),
         )
 
     def scores(self, query_tokens: Iterable[str]) -> np.ndarray:
         """BM25 score of every document for one query, in document order (float64)."""
-        return (self._query_matrix([query_tokens]) @ self.weights).toarray()[0]
+        indptr, columns, counts = self._query_arrays([query_tokens])
+        query = sp.csr_matrix((counts, columns, indptr), shape=(1, self.weights.shape[0]))
+        return (query @ self.weights).toarray()[0]
 
     def top_k_batch(self, queries_tokens: Sequence[Iterable[str]], k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` documents of each query: ``(indices, scores)`` of shape ``(n_queries, min(k, n_docs))``.
@@ -211,7 +227,7 @@ class SparseBM25:
         docs = np.zeros((len(queries_tokens), width), dtype=np.int64)
         scores = np.zeros((len(queries_tokens), width), dtype=np.float64)
         if width and len(queries_tokens):
-            queries = self._query_matrix(queries_tokens)
+            query_indptr, query_terms, query_counts = self._query_arrays(queries_tokens)
             w = self.weights
             n_chunks = min(len(queries_tokens), numba.get_num_threads())
             kernel = _top_k_kernel if n_chunks > 1 else _top_k_kernel_serial
@@ -221,8 +237,9 @@ class SparseBM25:
                 w.data,
                 self._dense_slot,
                 self._dense_rows,
-                queries.indptr,
-                queries.indices,
+                query_indptr,
+                query_terms,
+                query_counts,
                 self.n_docs,
                 n_chunks,
                 docs,

@@ -21,7 +21,7 @@ MAX_BATCH_CELLS = 1 << 24
 def normalize_rows(vectors: np.ndarray) -> np.ndarray:
     """float32 C-contiguous copy of ``vectors`` (n, d) with unit-length rows; zero rows stay zero."""
     vectors = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))[:, None]  # no (n, d) temporary, unlike linalg.norm
     return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
 
 
@@ -84,23 +84,24 @@ class DenseIndex:
         if backend == "auto":
             backend = "faiss" if faiss_available() else "numpy"
         self.backend = backend
-        vectors = normalize_rows(vectors)
-        self.dim = vectors.shape[1]
+        self.dim = np.atleast_2d(vectors).shape[1]
+        # The numpy backend's rows; the faiss backend keeps them only inside FAISS (no second copy).
         self.vectors = np.empty((0, self.dim), dtype=np.float32)
         self._faiss_index = _import_faiss().IndexFlatIP(self.dim) if backend == "faiss" else None
         self.add(vectors)
 
     def __len__(self) -> int:
-        return len(self.vectors)
+        return self._faiss_index.ntotal if self._faiss_index is not None else len(self.vectors)
 
     def add(self, vectors: np.ndarray) -> None:
         """Append rows (normalised here); their indices continue after the existing ones."""
         vectors = normalize_rows(vectors)
         if vectors.shape[1] != self.dim:
             raise ValueError(f"DenseIndex holds {self.dim}-dimensional vectors, got {vectors.shape[1]}")
-        self.vectors = np.concatenate([self.vectors, vectors]) if len(self.vectors) else vectors
         if self._faiss_index is not None:
-            self._faiss_index.add(vectors)
+            self._faiss_index.add(vectors)  # FAISS copies the rows; our normalised copy is dropped
+        else:
+            self.vectors = np.concatenate([self.vectors, vectors]) if len(self.vectors) else vectors
 
     def search(self, query_vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` rows per query by cosine: ``(indices int64, scores float32)``, shape (m, min(k, n))."""

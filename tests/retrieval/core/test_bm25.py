@@ -5,6 +5,7 @@ term score = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl)).
 """
 
 import math
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -51,9 +52,45 @@ def test_top_k_best_first_with_ties_by_lower_index():
     assert index.top_k(["y"], 0) == []
 
 
-def test_query_terms_counted_once_and_unknown_terms_ignored():
-    index = BM25Index().fit(DOCS)
-    assert index.scores(["cat", "cat", "unicorn"]) == index.scores(["cat"])
+def test_repeated_query_terms_count_every_time_and_unknown_terms_add_nothing():
+    """Issue 18.1: "cat cat dog" adds cat's term score twice (zerda's and rank_bm25's sum over tokens)."""
+    index = BM25Index(K1, B).fit(DOCS)
+    idf_cat = math.log((3 - 2 + 0.5) / (2 + 0.5) + 1)  # df(cat) = 2
+    idf_dog = math.log((3 - 2 + 0.5) / (2 + 0.5) + 1)  # df(dog) = 2
+    expected = [
+        2 * _term(idf_cat, 1, 6),
+        _term(idf_dog, 1, 3),
+        2 * _term(idf_cat, 2, 5) + _term(idf_dog, 1, 5),
+    ]
+    assert index.scores(["cat", "cat", "dog", "unicorn"]) == pytest.approx(expected, rel=1e-12)
+    assert index.scores(["cat", "unicorn", "dog", "cat"]) == pytest.approx(expected, rel=1e-12)
+    assert index.scores(["cat", "cat"]) != index.scores(["cat"])
+
+
+def _seed_idf_rank_bm25(corpus: list[list[str]]):
+    """rank_bm25's ``BM25Okapi`` with its idf table replaced by the seed's ``log((N - df + 0.5) / (df + 0.5) + 1)``.
+
+    Its tf part is the seed's, so the two then compute the same formula, each with its own code.
+    """
+    rank_bm25 = pytest.importorskip("rank_bm25")
+    theirs = rank_bm25.BM25Okapi(corpus, k1=K1, b=B)
+    df = Counter(term for doc in corpus for term in set(doc))
+    n = len(corpus)
+    theirs.idf = {term: math.log((n - count + 0.5) / (count + 0.5) + 1) for term, count in df.items()}
+    return theirs
+
+
+def test_repeated_words_sum_as_rank_bm25_get_scores_does(scifact_tokens, scifact):
+    """rank_bm25 loops over the query's tokens as they come: a repeated word adds its score again."""
+    corpus = scifact_tokens[:800]
+    ours, theirs = BM25Index(K1, B).fit(corpus), _seed_idf_rank_bm25(corpus)
+    hand = ["cell", "cell", "protein", "cell", "unicorn"]
+    np.testing.assert_allclose(ours.scores(hand), theirs.get_scores(hand), rtol=1e-12, atol=1e-12)
+    queries = [tokenize(scifact.queries[q]) for q in scifact.test_query_ids]
+    repeated = [q for q in queries if len(set(q)) < len(q)][:25]
+    assert len(repeated) >= 10
+    for query in repeated:
+        np.testing.assert_allclose(ours.scores(query), theirs.get_scores(query), rtol=1e-12, atol=1e-12)
 
 
 def test_idf_is_positive_even_for_terms_in_every_document():
@@ -106,8 +143,8 @@ def test_parity_with_bm25s_lucene_on_scifact(scifact, scifact_indexes, every):
     query_ids = scifact.test_query_ids[::every]
     compared = 0
     for query_id in query_ids:
-        # Same tokens for both; de-duplicated because we count unique query terms and bm25s sums repeats.
-        tokens = [t for t in dict.fromkeys(tokenize(scifact.queries[query_id])) if t in ours.idf]
+        # Same tokens for both, repeats kept: both sum a repeated word's score again.
+        tokens = [t for t in tokenize(scifact.queries[query_id]) if t in ours.idf]
         if not tokens:
             continue
         their_scores = theirs.get_scores(tokens)

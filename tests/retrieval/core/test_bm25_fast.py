@@ -74,13 +74,21 @@ def test_ties_and_zero_scores_go_to_lower_doc_index(query: list[str], k: int) ->
     assert_same_top_k(fast, BM25Index().fit(TIED_CORPUS), [query], k)
 
 
-def test_hand_computed_score() -> None:
+def test_hand_computed_score_counts_a_repeated_query_word_each_time() -> None:
     # "apple" is in docs 0 and 2 of 6: idf = log((6 - 2 + 0.5) / (2 + 0.5) + 1); avgdl = 12 / 6.
     idf = math.log(4.5 / 2.5 + 1)
     norm = 1.5 * (1 - 0.75 + 0.75 * 3 / 2)
-    expected = idf * 2 * 2.5 / (2 + norm)
-    scores = SparseBM25().fit(TIED_CORPUS).scores(["apple", "apple"])
-    np.testing.assert_allclose(scores, [expected, 0, expected, 0, 0, 0], rtol=0, atol=1e-12)
+    apple = idf * 2 * 2.5 / (2 + norm)  # tf = 2 in a 3-token document
+    # "fig" is in docs 3 and 5 (2 tokens, tf 1): same idf.
+    fig = idf * 1 * 2.5 / (1 + 1.5 * (1 - 0.75 + 0.75 * 2 / 2))
+    index = SparseBM25().fit(TIED_CORPUS)
+    np.testing.assert_allclose(index.scores(["apple", "apple"]), [2 * apple, 0, 2 * apple, 0, 0, 0], atol=1e-12)
+    query = ["fig", "apple", "fig", "apple", "apple"]
+    expected = [3 * apple, 0, 3 * apple, 2 * fig, 0, 2 * fig]
+    np.testing.assert_allclose(index.scores(query), expected, rtol=0, atol=1e-12)
+    docs, scores = index.top_k_batch([query], 4)
+    assert docs[0].tolist() == [0, 2, 3, 5]  # 3 x apple = 3.80 beats 2 x fig = 2.06
+    np.testing.assert_allclose(scores[0], sorted(expected, reverse=True)[:4], rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize(("k1", "b"), [(0.0, 0.0), (0.9, 0.4), (2.0, 1.0)])

@@ -26,12 +26,12 @@ def test_english_three_documents_by_hand(k1, b):
     avgdl = (6 + 2 + 5) / 3
     idf_cat = math.log((3 - 2 + 0.5) / (2 + 0.5) + 1)  # in docs 0 and 2
     idf_sat = math.log((3 - 2 + 0.5) / (2 + 0.5) + 1)  # in docs 0 and 1
-    expected = {
-        0: _term(idf_cat, 1, 6, avgdl, k1, b) + _term(idf_sat, 1, 6, avgdl, k1, b),
+    expected = {  # "cat" is in the query twice: its term score counts twice (issue 18.1)
+        0: 2 * _term(idf_cat, 1, 6, avgdl, k1, b) + _term(idf_sat, 1, 6, avgdl, k1, b),
         1: _term(idf_sat, 1, 2, avgdl, k1, b),
-        2: _term(idf_cat, 2, 5, avgdl, k1, b),
+        2: 2 * _term(idf_cat, 2, 5, avgdl, k1, b),
     }
-    ranked = scorer.score("Cat cat SAT?")  # repeated query term counted once
+    ranked = scorer.score("Cat cat SAT?")
     assert [doc for doc, _ in ranked] == sorted(expected, key=expected.get, reverse=True)
     assert dict(ranked) == pytest.approx(expected, rel=1e-12)
     assert scorer._avg_dl == pytest.approx(avgdl)
@@ -109,7 +109,7 @@ def test_parity_with_bm25s_on_arabic_quran_passages(shared_dir):
     reference = bm25s.BM25(method="lucene", k1=1.5, b=0.75, dtype="float64")
     reference.index([tokenize(passage) for passage in passages], show_progress=False)
     for question in questions:
-        tokens = [t for t in dict.fromkeys(tokenize(question)) if t in scorer._idf]
+        tokens = [t for t in tokenize(question) if t in scorer._idf]  # repeats kept: both sum them
         if not tokens:
             continue
         theirs = 2.5 * reference.get_scores(tokens)
