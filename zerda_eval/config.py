@@ -11,6 +11,7 @@ RRF convention and the versions of the libraries that compute results.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -77,6 +78,12 @@ class Experiment:
     resolved: dict[str, Any]
     config_hash: str
     cells: list[CellSpec] = field(default_factory=list)
+    grid_cells: list[CellSpec] = field(default_factory=list)  # set by ``only``: every cell of the file
+
+    @property
+    def every_cell(self) -> list[CellSpec]:
+        """Every cell of the experiment file, also after ``only``: the results tables cover them all."""
+        return self.grid_cells or self.cells
 
     def only(self, label: str) -> Experiment:
         """The experiment restricted to one system or fusion (by name or label) plus the cells it needs."""
@@ -88,7 +95,7 @@ class Experiment:
             if cell.cell_id in wanted:
                 wanted.update(cell.inputs)
         cells = [c for c in self.cells if c.cell_id in wanted]
-        return Experiment(self.path, self.name, self.output_dir, self.cache_dir, self.resolved, self.config_hash, cells)
+        return dataclasses.replace(self, cells=cells, grid_cells=self.every_cell)
 
 
 def canonical_json(value: Any) -> str:
@@ -119,6 +126,10 @@ def load_experiment(path: str | Path) -> Experiment:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: experiment file not found; check the path") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory; give the experiment's .toml file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the experiment file ({exc.strerror}); check the path") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
