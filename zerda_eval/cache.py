@@ -120,8 +120,25 @@ def cell_lock(output_dir: Path, cell_id: str) -> FileLock:
     return build_lock(output_dir / "locks" / cell_id)
 
 
+_DIGESTS: dict[tuple[str, int, int, int], str] = {}
+
+
 def file_sha256(path: Path) -> str:
-    """SHA-256 hex of a file's bytes, read in blocks (large run files are never held twice)."""
+    """SHA-256 hex of a file's bytes: hashed once per process and file version.
+
+    Memoised by (path, size, mtime, inode): any write changes one of them (ours replace files, so the
+    inode changes; an edit in place changes the mtime), and then the file is hashed again.
+    """
+    info = os.stat(path)
+    key = (str(Path(path).absolute()), info.st_size, info.st_mtime_ns, info.st_ino)
+    digest = _DIGESTS.get(key)
+    if digest is None:
+        digest = _DIGESTS[key] = _digest_file(Path(path))
+    return digest
+
+
+def _digest_file(path: Path) -> str:
+    """SHA-256 hex of a file's bytes, read in blocks (a large file is never held in memory)."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         while block := handle.read(1 << 20):

@@ -78,7 +78,7 @@ def test_a_file_outside_the_folder_is_fingerprinted(cli, tmp_path):
 
 
 def test_content_hash_is_memoised_by_path_size_mtime_and_inode(tmp_path, monkeypatch):
-    from zerda_eval.datasets import fingerprint
+    from zerda_eval import cache as fingerprint
 
     path = tmp_path / "qrels.tsv"
     path.write_text("q1\td1\t1\n", encoding="utf-8")
