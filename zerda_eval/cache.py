@@ -120,17 +120,18 @@ def cell_lock(output_dir: Path, cell_id: str) -> FileLock:
     return build_lock(output_dir / "locks" / cell_id)
 
 
-_DIGESTS: dict[tuple[str, int, int, int], str] = {}
+_DIGESTS: dict[tuple[str, int, int, int, int], str] = {}
 
 
 def file_sha256(path: Path) -> str:
     """SHA-256 hex of a file's bytes: hashed once per process and file version.
 
-    Memoised by (path, size, mtime, inode): any write changes one of them (ours replace files, so the
-    inode changes; an edit in place changes the mtime), and then the file is hashed again.
+    Memoised by (path, size, mtime, inode, ctime): any write changes one of them (ours replace files,
+    so the inode changes; an edit in place changes the ctime even when ``cp -p`` / ``rsync -t`` /
+    ``touch -d`` put the mtime back), and then the file is hashed again.
     """
     info = os.stat(path)
-    key = (str(Path(path).absolute()), info.st_size, info.st_mtime_ns, info.st_ino)
+    key = (str(Path(path).absolute()), info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
     digest = _DIGESTS.get(key)
     if digest is None:
         digest = _DIGESTS[key] = _digest_file(Path(path))
@@ -293,6 +294,11 @@ def rebuilding_caches(active: bool) -> Iterator[None]:
         yield
     finally:
         _REBUILD.reset(token)
+
+
+def forget_rebuilt() -> None:
+    """A new run starts: under ``--force`` every entry it uses is rebuilt again (once)."""
+    _REBUILT.clear()
 
 
 def must_rebuild(entry: Path) -> bool:

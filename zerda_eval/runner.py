@@ -38,6 +38,7 @@ from zerda_eval.cache import (
     cell_lock,
     check_writable,
     counting_builds,
+    forget_rebuilt,
     load_result,
     rebuilding_caches,
     remove_temp_files,
@@ -166,6 +167,7 @@ def run_experiment(
     check_writable(output_dir)
     check_writable(experiment.cache_dir, key="cache_dir")
     remove_temp_files(output_dir)
+    forget_rebuilt()
     every_cell = experiment.every_cell
     atomic_write_text(
         output_dir / "experiment.json",

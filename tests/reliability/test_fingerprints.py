@@ -132,20 +132,32 @@ def test_edited_bundled_file_reseeds_the_ir_datasets_cache(tmp_path):
 # --- 3. cached indexes carry checksums ---------------------------------------------------------------
 
 
-def test_corrupted_cached_bm25_index_is_rebuilt(cli, tmp_path):
-    config = experiment_toml(tmp_path, systems=FAST)
-    run_ok(cli, "run", config, "--no-report")
-    before = means(tmp_path / "out")
-    (entry,) = [p for p in (tmp_path / "cache" / "bm25").iterdir() if p.is_dir()]
-    arrays = [p for p in entry.glob("*.npy")]
+def corrupt_bm25_cache(cache: Path) -> None:
+    (entry,) = [p for p in (cache / "bm25").iterdir() if p.is_dir()]
+    arrays = list(entry.glob("*.npy"))
     assert arrays
     for path in arrays:  # same shape and dtype, other values
         array = np.load(path)
         if array.dtype.kind == "f":
             np.save(path, np.full_like(array, 0.5))
-    again = run_ok(cli, "run", config, "--force", "--no-report")
-    assert means(tmp_path / "out") == before
+
+
+def test_corrupted_cached_bm25_index_is_rebuilt(cli, tmp_path):
+    config = experiment_toml(tmp_path, systems=FAST)
+    run_ok(cli, "run", config, "--no-report")
+    before = means(tmp_path / "out")
+    corrupt_bm25_cache(tmp_path / "cache")
+    # A new cell on the same index (another measure list): the entry fails its checksum and is rebuilt.
+    other = tmp_path / "other"
+    other.mkdir()
+    config_b = experiment_toml(other, systems=FAST, experiment={"cache_dir": str(tmp_path / "cache"), "measures": ["ndcg@10"]})
+    again = run_ok(cli, "run", config_b, "--no-report")
     assert any("checksum" in line.lower() for line in again.messages), again.err
+    assert means(other / "out") == {"ndcg@10": before["ndcg@10"]}
+    # --force recomputes the cell and rebuilds the cache entries it uses.
+    corrupt_bm25_cache(tmp_path / "cache")
+    run_ok(cli, "run", config, "--force", "--no-report")
+    assert means(tmp_path / "out") == before
 
 
 # --- 4. duplicate query ids and conflicting qrels ---------------------------------------------------
