@@ -8,9 +8,9 @@ cache folder cannot be used, that waits: the first use of ``zerda_eval.datasets`
 
 __version__ = "0.1.0"
 
+from contextlib import suppress
+
 from zerda_eval.errors import DatasetError
 
-try:
+with suppress(DatasetError):
     from zerda_eval import datasets as _datasets  # noqa: F401  (registers the ir_datasets ids)
-except DatasetError:
-    pass

@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main(args)
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """Our warnings as one ``zerda-eval: warning:`` line; any other library's as Python shows it."""
     if issubclass(category, ZerdaEvalWarning):
         print(f"zerda-eval: warning: {message}", file=sys.stderr)
@@ -118,7 +118,8 @@ def _run(args: argparse.Namespace) -> int:
     print(f"\nruns: {experiment.output_dir}")
     if not args.no_report and not args.only:
         report_dir = Path("reports") / experiment.name
-        print(f"report: {_write_report(experiment.output_dir, report_dir, f'zerda-eval report {experiment.output_dir}')}")
+        rebuild = f"zerda-eval report {experiment.output_dir}"
+        print(f"report: {_write_report(experiment.output_dir, report_dir, rebuild)}")
     return EXIT_OK
 
 

@@ -16,6 +16,7 @@ warm-up query (first-call costs: caches, lazy imports, numba kernels).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -51,9 +52,12 @@ from zerda_eval.errors import DataFormatError, DatasetError, RunError, ZerdaEval
 from zerda_eval.measures import Efficiency, evaluate_collection, tie_break, warm_up_ranx
 
 RUN_TAG = "zerda-eval"
-RUN_FILES = ("run.trec", "per_query.csv")
 BUILD_COLUMN = "index_build_s"  # from-scratch cost of the index; index_time_s is this run's wall time
-EFFICIENCY_COLUMNS = ("index_time_s", BUILD_COLUMN, *(f for f in Efficiency.__dataclass_fields__ if f != "index_time_s"))
+EFFICIENCY_COLUMNS = (
+    "index_time_s",
+    BUILD_COLUMN,
+    *(f for f in Efficiency.__dataclass_fields__ if f != "index_time_s"),
+)
 
 
 @dataclass(frozen=True)
@@ -144,10 +148,8 @@ def _write_cell(directory: Path, result: dict[str, Any], run_text: str, per_quer
         if not finished_before:
             for name in contents:
                 (directory / name).unlink(missing_ok=True)
-            try:
+            with contextlib.suppress(OSError):  # other files in it: not ours to remove
                 directory.rmdir()
-            except OSError:
-                pass
         raise
 
 

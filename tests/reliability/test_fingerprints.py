@@ -150,7 +150,9 @@ def test_corrupted_cached_bm25_index_is_rebuilt(cli, tmp_path):
     # A new cell on the same index (another measure list): the entry fails its checksum and is rebuilt.
     other = tmp_path / "other"
     other.mkdir()
-    config_b = experiment_toml(other, systems=FAST, experiment={"cache_dir": str(tmp_path / "cache"), "measures": ["ndcg@10"]})
+    config_b = experiment_toml(
+        other, systems=FAST, experiment={"cache_dir": str(tmp_path / "cache"), "measures": ["ndcg@10"]}
+    )
     again = run_ok(cli, "run", config_b, "--no-report")
     assert any("checksum" in line.lower() for line in again.messages), again.err
     assert means(other / "out") == {"ndcg@10": before["ndcg@10"]}
@@ -203,7 +205,7 @@ def test_duplicate_grid_values_are_one_line(grid, fragment, cli, tmp_path):
     config = experiment_toml(tmp_path, systems=systems)
     if isinstance(grid, list):  # a list of tables: TOML's array of inline tables
         text = config.read_text(encoding="utf-8")
-        config.write_text(text.replace('grid = [{ b = 0.3 }, { b = 0.3 }]', "grid = [{ b = 0.3 }, { b = 0.3 }]"))
+        config.write_text(text.replace("grid = [{ b = 0.3 }, { b = 0.3 }]", "grid = [{ b = 0.3 }, { b = 0.3 }]"))
     line = assert_one_line_error(cli("run", config), "grid", "twice", fragment)
     assert "experiment.toml" in line
     assert not (tmp_path / "out").exists()

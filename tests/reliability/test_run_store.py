@@ -140,7 +140,9 @@ def test_damaged_experiment_file_is_rewritten_by_the_next_run(name, cli, tmp_pat
     again = cli("run", config, "--no-report")
     assert again.code == 0 and not again.messages, again.err
     assert cell_files(out) == before and results_without_timing(out) == rows
-    pd.testing.assert_frame_equal(pd.read_parquet(out / "results.parquet").drop(columns=TIMING), table.drop(columns=TIMING))
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(out / "results.parquet").drop(columns=TIMING), table.drop(columns=TIMING)
+    )
 
 
 TIMING = ["index_time_s", "index_build_s", "latency_mean_ms", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms"]
@@ -197,7 +199,7 @@ def test_ids_with_whitespace_are_rejected_at_load(kind, docs, queries, culprit, 
 
 
 def test_only_one_system_keeps_every_finished_row(cli, tmp_path):
-    config, out, _ = setup_run(cli, tmp_path)
+    config, out, _cells = setup_run(cli, tmp_path)
     rows = results_without_timing(out)
     assert len(rows) == 3
     again = cli("run", config, "--only", "sparse")
@@ -207,7 +209,7 @@ def test_only_one_system_keeps_every_finished_row(cli, tmp_path):
 
 
 def test_index_build_cost_is_recorded_with_the_cache_entry(cli, tmp_path):
-    config, out, cells = setup_run(cli, tmp_path)
+    _, _, cells = setup_run(cli, tmp_path)
     entries = list((tmp_path / "cache" / "bm25").glob("*/entry.json"))
     assert len(entries) == 1
     entry = json.loads(entries[0].read_text(encoding="utf-8"))
@@ -251,7 +253,7 @@ def test_concurrent_runs_finish_with_identical_results(n_runs, cli, tmp_path):
     config = experiment_toml(shared, datasets=datasets, systems=grid)
     runs = [zerda_eval_process(["run", str(config), "--no-report"], shared) for _ in range(n_runs)]
     for run in runs:
-        out, err = run.communicate(timeout=600)
+        _, err = run.communicate(timeout=600)
         assert run.returncode == 0, err[-3000:]
         assert "Traceback" not in err
     assert cell_files(shared / "out") == cell_files(reference / "out")
@@ -277,7 +279,7 @@ def test_start_up_clean_up_spares_temporary_files_of_live_processes(tmp_path):
 def test_a_failed_write_never_deletes_a_finished_cell(cli, tmp_path, monkeypatch):
     import errno
 
-    config, out, cells = setup_run(cli, tmp_path)
+    config, out, _ = setup_run(cli, tmp_path)
     before = cell_files(out)
     real_replace = os.replace
 
@@ -344,7 +346,9 @@ def test_report_interrupted_by_a_full_disk_leaves_no_truncated_file(cli, tmp_pat
     line = assert_one_line_error(cli("report", tmp_path / "out", "--out", tmp_path / "rep"), "space", "safe")
     assert "zerda-eval report" in line
     assert calls["n"] == 3, "report files are not written through an atomic rename"
-    leftovers = [p for p in (tmp_path / "rep").rglob("*") if p.is_file() and (p.name.startswith(".") or p.stat().st_size == 0)]
+    leftovers = [
+        p for p in (tmp_path / "rep").rglob("*") if p.is_file() and (p.name.startswith(".") or p.stat().st_size == 0)
+    ]
     assert not leftovers
 
 

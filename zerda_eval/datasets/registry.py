@@ -69,7 +69,7 @@ BUNDLED: dict[str, DatasetSpec] = {
             _NPL,
             files=("doc-text.trec", "query-text.trec", "qrels"),
         ),
-        *(DatasetSpec(f"quranqa23/taskA/{s}", *_QURAN, files=_quran_files(s)) for s in ("train", "dev", "train+dev")),
+        *(DatasetSpec(f"quranqa23/taskA/{split}", *_QURAN, files=_quran_files(split)) for split in quranqa.SPLITS),
         DatasetSpec(
             "tydiqa-goldp/ar/dev",
             "ar",
@@ -78,7 +78,9 @@ BUNDLED: dict[str, DatasetSpec] = {
             "Apache-2.0",
             files=("tydiqa-goldp-dev-arabic.json",),
         ),
-        DatasetSpec("xquad/ar", "ar", "xquad-ar", "XQuAD, Arabic (SQuAD JSON)", "CC BY-SA 4.0", files=("xquad.ar.json",)),
+        DatasetSpec(
+            "xquad/ar", "ar", "xquad-ar", "XQuAD, Arabic (SQuAD JSON)", "CC BY-SA 4.0", files=("xquad.ar.json",)
+        ),
     )
 }
 

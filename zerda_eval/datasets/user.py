@@ -78,8 +78,9 @@ def _queries(path: Path) -> list[GenericQuery]:
     queries = []
     for number, qid, text in _records(path, "query"):
         if qid in first_line:
+            first = first_line[qid]
             raise DataFormatError(
-                f"{path}:{number}: duplicate query id {qid!r} (first on line {first_line[qid]}); query ids must be unique"
+                f"{path}:{number}: duplicate query id {qid!r} (first on line {first}); ids must be unique"
             )
         first_line[qid] = number
         if not text.strip():
