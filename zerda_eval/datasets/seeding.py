@@ -11,9 +11,10 @@ have downloaded (or extracted) there is enough:
   topics, 4-column qrels), so it is rewritten into that layout: same ids, same text lines, same pairs.
 
 Each seeded folder holds ``zerda-eval-seed.json``, the SHA-256 of every source file it was made
-from. When a source file changes (an edited copy under ``ZERDA_EVAL_DATA``), the folder is emptied,
-with the extracts and docstore ir_datasets derived from the old files, and seeded again under a lock,
-so a stale copy is never read. Files are written through a temporary file and an atomic rename, with
+from, written after ir_datasets' docstore is built from the seeded files (under the same lock, so
+concurrent runs never read a half-built docstore). When a source file changes (an edited copy under
+``ZERDA_EVAL_DATA``), the folder is emptied, with the extracts and docstore ir_datasets derived from
+the old files, and seeded again, so a stale copy is never read. Files are written through a temporary file and an atomic rename, with
 the mode the umask gives; nothing is written into the repository.
 """
 
@@ -142,12 +143,12 @@ def seed_cache(dataset_id: str, home: Path | None = None) -> bool:
     """
     for prefix, seeder in SEEDERS.items():
         if dataset_id == prefix or dataset_id.startswith(prefix + "/"):
-            _seed(seeder, home or ir_datasets_home())
+            _seed(seeder, dataset_id, home or ir_datasets_home())
             return True
     return False
 
 
-def _seed(seeder: Seeder, home: Path) -> None:
+def _seed(seeder: Seeder, dataset_id: str, home: Path) -> None:
     target = home / seeder.target
     sources = {name: file_sha256(source_file(seeder.folder, name)) for name in seeder.names}
     if _marker(target) == sources:
@@ -157,6 +158,12 @@ def _seed(seeder: Seeder, home: Path) -> None:
             return
         shutil.rmtree(target, ignore_errors=True)  # with what ir_datasets derived from the old files
         seeder.write(home)
+        if home == ir_datasets_home():  # its docstore too, under the lock: a reader never sees half of one
+            import ir_datasets
+
+            store = ir_datasets.load(dataset_id).docs_store()
+            if hasattr(store, "build"):
+                store.build()
         text = json.dumps(sources, indent=2, sort_keys=True)
         atomic_write(target / MARKER, lambda handle: handle.write(text.encode("utf-8")))
 
