@@ -68,9 +68,9 @@ def replaced_atomically(path: Path) -> Iterator[Path]:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, name = tempfile.mkstemp(prefix=temp_prefix(), dir=path.parent)
-        os.fchmod(fd, file_mode())
         os.close(fd)
         tmp = Path(name)
+        tmp.chmod(file_mode())
         yield tmp
         with tmp.open("rb+") as handle:
             os.fsync(handle.fileno())

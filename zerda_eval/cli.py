@@ -38,7 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run the grid of an experiment file")
     run.add_argument("config", type=Path, help="experiment TOML file")
-    run.add_argument("--force", action="store_true", help="recompute cells even when a finished run exists")
+    run.add_argument(
+        "--force",
+        action="store_true",
+        help="recompute cells even when a finished run exists, and rebuild the cache entries they use",
+    )
     run.add_argument("--only", metavar="SYSTEM", help="run only this system or fusion (name or label)")
     run.add_argument("--jobs", type=int, default=1, metavar="N", help="N > 1: same as --scheduler local:N")
     run.add_argument(

@@ -14,8 +14,9 @@ Each seeded folder holds ``zerda-eval-seed.json``, the SHA-256 of every source f
 from, written after ir_datasets' docstore is built from the seeded files (under the same lock, so
 concurrent runs never read a half-built docstore). When a source file changes (an edited copy under
 ``ZERDA_EVAL_DATA``), the folder is emptied, with the extracts and docstore ir_datasets derived from
-the old files, and seeded again, so a stale copy is never read. Files are written through a temporary file and an atomic rename, with
-the mode the umask gives; nothing is written into the repository.
+the old files, and seeded again, so a stale copy is never read. Files are written through a
+temporary file and an atomic rename, with the mode the umask gives; nothing is written into the
+repository.
 """
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ def atomic_write(target: Path, write: Callable[[BinaryIO], None]) -> bool:
         return False
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    os.fchmod(fd, file_mode())
     try:
+        os.chmod(tmp, file_mode())
         with os.fdopen(fd, "wb") as handle:
             write(handle)
         os.replace(tmp, target)
