@@ -38,18 +38,23 @@ RESULT_FILE = "result.json"
 CHECKSUM_KEY = "checksum"
 
 
-def _current_umask() -> int:
+def current_umask() -> int:
+    """The process's umask: from ``/proc/self/status`` (Linux), else set and restored (not thread-safe)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
 
 
-_UMASK = _current_umask()  # read once, at import: os.umask cannot be read without setting it
-
-
 def file_mode(directory: bool = False) -> int:
     """The mode ``open`` / ``mkdir`` would give under the user's umask (0644 / 0755 by default)."""
-    return (0o777 if directory else 0o666) & ~_UMASK
+    return (0o777 if directory else 0o666) & ~current_umask()
 
 
 def temp_prefix() -> str:

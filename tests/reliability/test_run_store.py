@@ -299,8 +299,9 @@ def test_a_failed_write_never_deletes_a_finished_cell(cli, tmp_path, monkeypatch
 # --- 7. files get the usual mode under the user's umask ---------------------------------------------
 
 
-def test_written_files_follow_the_umask(cli, tmp_path):
-    old = os.umask(0o022)
+@pytest.mark.parametrize(("umask", "file", "folder"), [(0o022, 0o644, 0o755), (0o027, 0o640, 0o750)])
+def test_written_files_follow_the_umask(umask, file, folder, cli, tmp_path):
+    old = os.umask(umask)
     try:
         setup_run(cli, tmp_path)
         assert cli("report", tmp_path / "out", "--out", tmp_path / "rep").code == 0
@@ -309,9 +310,9 @@ def test_written_files_follow_the_umask(cli, tmp_path):
     for root in (tmp_path / "out", tmp_path / "cache", tmp_path / "rep"):
         for path in root.rglob("*"):
             if path.is_file() and not path.name.endswith(".lock"):
-                assert stat.S_IMODE(path.stat().st_mode) == 0o644, path
+                assert stat.S_IMODE(path.stat().st_mode) == file, path
             elif path.is_dir():
-                assert stat.S_IMODE(path.stat().st_mode) == 0o755, path
+                assert stat.S_IMODE(path.stat().st_mode) == folder, path
 
 
 # --- 9. the report step fails cleanly ---------------------------------------------------------------
