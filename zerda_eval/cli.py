@@ -10,6 +10,7 @@ unexpected exception is a bug: its traceback is printed with a request to report
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -83,8 +84,8 @@ def _main(args: argparse.Namespace) -> int:
     try:
         return COMMANDS[args.command](args)
     except BrokenPipeError:  # `zerda-eval run X | head`: the reader is gone; finish quietly
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail again
+        with contextlib.suppress(OSError, ValueError):  # stdout without a file descriptor: nothing to flush
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the final flush must not fail again
         return EXIT_BROKEN_PIPE
     except ZerdaEvalError as exc:
         print(f"zerda-eval: error: {exc}", file=sys.stderr)
