@@ -1,27 +1,32 @@
 """``zerda-eval``: run an experiment, list datasets, write a report.
 
 Exit codes: 0 ok, 1 error (a ``ZerdaEvalError``: one line on stderr, no traceback), 2 usage,
-130 interrupted (Ctrl-C: finished cells are kept; rerun the same command to resume). An unexpected
-exception is a bug: its traceback is printed with a request to report it.
+130 interrupted (Ctrl-C: finished cells are kept; rerun the same command to resume), 141 when the
+reader of stdout went away (``| head``: stop quietly, as Unix tools do). A ``ZerdaEvalWarning`` (a
+damaged cell recomputed, a corrupt cache entry rebuilt) is one ``zerda-eval: warning:`` line. An
+unexpected exception is a bug: its traceback is printed with a request to report it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
 import sys
 import traceback
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zerda_eval import __version__
-from zerda_eval.errors import ConfigError, ZerdaEvalError
+from zerda_eval.errors import ConfigError, RunError, ZerdaEvalError, ZerdaEvalWarning
 
 if TYPE_CHECKING:
     from zerda_eval.distributed import Scheduler
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
 TABLE_MEASURES = ("ndcg@10", "mrr@10", "recall@100", "map@100", "precision@10")
 
 
@@ -34,7 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run the grid of an experiment file")
     run.add_argument("config", type=Path, help="experiment TOML file")
-    run.add_argument("--force", action="store_true", help="recompute cells even when a finished run exists")
+    run.add_argument(
+        "--force",
+        action="store_true",
+        help="recompute cells even when a finished run exists, and rebuild the cache entries they use",
+    )
     run.add_argument("--only", metavar="SYSTEM", help="run only this system or fusion (name or label)")
     run.add_argument("--jobs", type=int, default=1, metavar="N", help="N > 1: same as --scheduler local:N")
     run.add_argument(
@@ -57,8 +66,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)  # argparse exits with 2 on usage errors
     if not args.verbose:  # libraries' log lines (ir_datasets' download retries) would bury our one line
         logging.disable(logging.WARNING)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", ZerdaEvalWarning)
+        warnings.showwarning = _show_warning
+        return _main(args)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Our warnings as one ``zerda-eval: warning:`` line; any other library's as Python shows it."""
+    if issubclass(category, ZerdaEvalWarning):
+        print(f"zerda-eval: warning: {message}", file=sys.stderr)
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         return COMMANDS[args.command](args)
+    except BrokenPipeError:  # `zerda-eval run X | head`: the reader is gone; finish quietly
+        with contextlib.suppress(OSError, ValueError):  # stdout without a file descriptor: nothing to flush
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the final flush must not fail again
+        return EXIT_BROKEN_PIPE
     except ZerdaEvalError as exc:
         print(f"zerda-eval: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -94,10 +122,24 @@ def _run(args: argparse.Namespace) -> int:
     print(table[columns].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     print(f"\nruns: {experiment.output_dir}")
     if not args.no_report and not args.only:
-        from zerda_eval.report import write_report
-
-        print(f"report: {write_report(experiment.output_dir, Path('reports') / experiment.name)}")
+        report_dir = Path("reports") / experiment.name
+        rebuild = f"zerda-eval report {experiment.output_dir}"
+        print(f"report: {_write_report(experiment.output_dir, report_dir, rebuild)}")
     return EXIT_OK
+
+
+def _write_report(run_dir: Path, report_dir: Path, rebuild: str) -> Path:
+    """``write_report``; a failure is one line saying the runs are safe and the command that rebuilds it."""
+    from zerda_eval.report import write_report
+
+    try:
+        return write_report(run_dir, report_dir)
+    except (ZerdaEvalError, OSError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise RunError(
+            f"the report could not be written to {report_dir} ({reason}); the runs in {run_dir} are safe: "
+            f"fix that, then rebuild the report with `{rebuild}`"
+        ) from None
 
 
 def _scheduler(args: argparse.Namespace) -> Scheduler:
@@ -120,12 +162,13 @@ def _datasets(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from zerda_eval.errors import RunError
-    from zerda_eval.report import write_report
+    from zerda_eval.runner import check_run_dir
 
     if not (args.run_dir / "experiment.json").is_file():
         raise RunError(f"{args.run_dir}: not a run directory (no experiment.json); give the output_dir of a run")
-    print(write_report(args.run_dir, args.out or Path("reports") / args.run_dir.name))
+    check_run_dir(args.run_dir)
+    report_dir = args.out or Path("reports") / args.run_dir.name
+    print(_write_report(args.run_dir, report_dir, f"zerda-eval report {args.run_dir} --out DIR"))
     return EXIT_OK
 
 

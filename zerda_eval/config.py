@@ -5,12 +5,15 @@ parameter, or a value of the wrong type or range, is a one-line ``ConfigError`` 
 the key (with the allowed values and a "did you mean"). The resolved config is plain JSON; each cell
 is a pure function of its ``CellSpec.config``, whose SHA-256 (canonical JSON) is the ``cell_id``.
 Everything that can change a cell's numbers is in that config: dataset id and protocol options,
-query cut, family and every parameter (defaults filled in), depth, measures, the tie-break rule, the
-RRF convention and the versions of the libraries that compute results.
+the content hash of the files the dataset is read from (``datasets.fingerprint``), query cut, family
+and every parameter (defaults filled in), depth, measures, the tie-break rule, the RRF convention,
+the versions of the libraries that compute results, and a hash of the source of the modules the
+cell executes (``code_fingerprint``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -77,6 +80,12 @@ class Experiment:
     resolved: dict[str, Any]
     config_hash: str
     cells: list[CellSpec] = field(default_factory=list)
+    grid_cells: list[CellSpec] = field(default_factory=list)  # set by ``only``: every cell of the file
+
+    @property
+    def every_cell(self) -> list[CellSpec]:
+        """Every cell of the experiment file, also after ``only``: the results tables cover them all."""
+        return self.grid_cells or self.cells
 
     def only(self, label: str) -> Experiment:
         """The experiment restricted to one system or fusion (by name or label) plus the cells it needs."""
@@ -88,7 +97,7 @@ class Experiment:
             if cell.cell_id in wanted:
                 wanted.update(cell.inputs)
         cells = [c for c in self.cells if c.cell_id in wanted]
-        return Experiment(self.path, self.name, self.output_dir, self.cache_dir, self.resolved, self.config_hash, cells)
+        return dataclasses.replace(self, cells=cells, grid_cells=self.every_cell)
 
 
 def canonical_json(value: Any) -> str:
@@ -119,6 +128,10 @@ def load_experiment(path: str | Path) -> Experiment:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: experiment file not found; check the path") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory; give the experiment's .toml file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the experiment file ({exc.strerror}); check the path") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
@@ -189,6 +202,8 @@ def _dataset(entry: Any, where: str) -> dict[str, Any]:
     if not isinstance(entry, dict):
         raise ConfigError(f'{where}: each [[datasets]] entry must be a table with id = "..."')
     given = {k: v for k, v in entry.items() if k not in DATASET_KEYS}
+    for key in sorted(set(given) & {*USER_OPTIONS, "language"}):
+        _string(given[key], f"{where}.{key}")
     max_queries = entry.get("max_queries")
     if max_queries is not None:
         _positive_int(max_queries, f"{where}.max_queries")
@@ -203,19 +218,21 @@ def _dataset_options(entry, given, max_queries, bundled, user_options, resolve_o
     if "path" in given:
         dataset_id = _string(entry.get("name") or entry.get("id") or Path(str(given["path"])).name, f"{where}.name")
         options = resolve_options(dataset_id, given, extra=user_options)
-        options["fingerprint"] = _folder_fingerprint(Path(str(given["path"])), where)
     else:
         if "id" not in entry:
             raise ConfigError(f"{where}: missing key 'id' (a dataset id such as \"beir/scifact/test\") or 'path'")
         dataset_id = _string(entry["id"], f"{where}.id")
         _check_dataset_id(dataset_id, bundled, where)
         options = resolve_options(dataset_id, given, extra=() if dataset_id in bundled else ("language",))
+    from zerda_eval.datasets.fingerprint import content_fingerprint
+
     return {
         "label": dataset_id,
         "id": dataset_id,
         "given": given,
         "options": options,
         "max_queries": max_queries,
+        "content": content_fingerprint(dataset_id, given),
     }
 
 
@@ -228,18 +245,6 @@ def _check_dataset_id(dataset_id: str, bundled: tuple[str, ...], where: str) -> 
         unknown_value_message("dataset", dataset_id, bundled, f"{where}.id")
         + ' (or any `ir_datasets list` id, or path = "..." for your own collection)'
     )
-
-
-def _folder_fingerprint(folder: Path, where: str) -> str:
-    """Hash of a user's dataset folder (file names, sizes, modification times): edits invalidate cells."""
-    if not folder.is_dir():
-        raise ConfigError(f"{where}.path: dataset folder {str(folder)!r} does not exist")
-    stats = [
-        (str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns)
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    ]
-    return content_hash(stats)
 
 
 def _system(entry: Any, where: str) -> dict[str, Any]:
@@ -257,6 +262,7 @@ def _system(entry: Any, where: str) -> dict[str, Any]:
         {"label": _label(name, combo), "params": cls.resolve_params({**params, **combo}, f"{where}.params")}
         for combo in combos
     ]
+    _unique_variants(variants, f"{where}.grid")
     return {"name": name, "family": family, "variants": variants}
 
 
@@ -284,6 +290,7 @@ def _fusion(entry: Any, where: str) -> dict[str, Any]:
         if weights is not None and not all(math.isfinite(w) and w >= 0 for w in weights):
             raise ConfigError(f"{where}.params.weights: weights must be finite numbers >= 0, got {weights!r}")
         variants.append({"label": _label(name, combo), "params": resolved})
+    _unique_variants(variants, f"{where}.grid")
     return {"name": name, "method": method, "inputs": inputs, "variants": variants}
 
 
@@ -301,7 +308,7 @@ def _cells(datasets: list, systems: list, fusions: list, common: dict, source: s
     """datasets x systems x grid, then the fusion cells (after the cells they fuse)."""
     cells: list[CellSpec] = []
     for dataset in datasets:
-        ds = {k: dataset[k] for k in ("id", "given", "options", "max_queries")}
+        ds = {k: dataset[k] for k in ("id", "given", "options", "max_queries", "content")}
         by_name: dict[str, list[CellSpec]] = {}
         for system in systems:
             for variant in system["variants"]:
@@ -324,7 +331,11 @@ def _cells(datasets: list, systems: list, fusions: list, common: dict, source: s
 
 def _cell(kind: str, dataset: dict, part: dict, extra: dict, common: dict, dataset_label: str) -> CellSpec:
     """One cell: its resolved config (``kind``, dataset, the system or fusion ``part``, ...) and its hash."""
-    config = {"kind": kind, "dataset": dataset, kind: part, **extra, **common}
+    from zerda_eval.code_fingerprint import code_fingerprint
+    from zerda_eval.systems import family_class
+
+    root = family_class(part["family"], "").__module__ if kind == "system" else "zerda_eval.fusion"
+    config = {"kind": kind, "dataset": dataset, kind: part, **extra, **common, "code": code_fingerprint(root)}
     inputs = tuple(extra.get("inputs", ()))
     return CellSpec(content_hash(config)[:16], kind, dataset_label, part["label"], part["name"], config, inputs)
 
@@ -360,7 +371,25 @@ def _grid(entry: dict, where: str, params: dict, allowed: set[str], kind: str) -
                 raise ConfigError(unknown_value_message(kind, axis, allowed, f"{where}.grid"))
             if axis in params:
                 raise ConfigError(f"{where}.grid.{axis}: also set in params; keep it in one place")
+    seen = set()
+    for combo in combos:
+        if canonical_json(combo) in seen:
+            raise ConfigError(f"{where}.grid: the combination {_label('', combo)} appears twice; remove one")
+        seen.add(canonical_json(combo))
     return combos
+
+
+def _unique_variants(variants: list[dict[str, Any]], where: str) -> None:
+    """Two grid values that resolve to the same parameters (``b = [1, 1.0]``) would be one cell twice."""
+    first: dict[str, str] = {}
+    for variant in variants:
+        key = canonical_json(variant["params"])
+        if key in first:
+            raise ConfigError(
+                f"{where}: {variant['label']} and {first[key]} are the same parameters (a value appears twice); "
+                "remove one"
+            )
+        first[key] = variant["label"]
 
 
 def _label(name: str, combo: dict[str, Any]) -> str:

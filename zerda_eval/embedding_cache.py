@@ -3,27 +3,39 @@
 The file is ``<cache_dir>/<key>.npy`` with ``key = sha256(embedder.name, embedder.params as sorted
 JSON, sha256 of the texts)``. A corpus-fitted embedder (LSA) also leaves its fitted state in
 ``<key>.fit.npz`` (plain arrays, no pickle), so a rerun restores it instead of refitting.
-Writes are atomic (``cache.replaced_atomically``: temporary file + ``os.replace``), so a crash never
-leaves a half-written file under the final name; a file that is still unreadable, of the wrong shape
-or with non-finite values is treated as a miss and rewritten.
+``<key>.json``, written last, is the entry: the SHA-256 of each file and the seconds fitting and
+embedding took (``build_s``: the cell's ``index_build_s`` on a hit). Writes are atomic
+(``cache.replaced_atomically``: temporary file + ``os.replace``), so a crash never leaves a
+half-written file under the final name; a file that fails its checksum, is unreadable, of the wrong
+shape or with non-finite values is recomputed with a warning. ``--force`` recomputes an entry once
+per process.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
+import time
+import warnings
 from collections.abc import Sequence
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from retrieval.embeddings import CorpusFitted, Embedder, EmbedderError
 from retrieval.embeddings.base import finish_embeddings
-from zerda_eval.cache import build_lock, replaced_atomically
+from zerda_eval.cache import (
+    atomic_write_text,
+    build_lock,
+    file_sha256,
+    must_rebuild,
+    record_build,
+    replaced_atomically,
+)
+from zerda_eval.errors import ZerdaEvalWarning
 
-logger = logging.getLogger(__name__)
 EMBED_BATCH = 16_384  # texts per embed call; every bundled corpus fits in one (identical to one call)
 
 
@@ -57,17 +69,48 @@ def embed_corpus(embedder: Embedder, texts: Sequence[str], cache_dir: str | Path
     """
     cache_dir = Path(cache_dir)
     key = cache_key(embedder, texts)
-    path = cache_dir / f"{key}.npy"
+    path, state_path, entry_path = (cache_dir / f"{key}{suffix}" for suffix in (".npy", ".fit.npz", ".json"))
     expected_shape = (len(texts), embedder.dim)
+    start = time.perf_counter()
     with build_lock(path):  # concurrent workers: one fits and embeds, the others then read its files
-        _fit_or_restore(embedder, texts, cache_dir / f"{key}.fit.npz")
-        if path.exists():
-            cached = _load_valid(path, expected_shape, mmap)
+        entry = {} if must_rebuild(path) else _read_entry(entry_path)
+        fit_s = _fit_or_restore(embedder, texts, state_path, entry)
+        if entry and path.exists():
+            cached = _load_valid(path, expected_shape, mmap) if _intact(entry, path) else None
             if cached is not None:
+                record_build(fit_s + entry["build_s"]["embed"], time.perf_counter() - start)
                 return cached
-            logger.warning("embedding cache file %s is corrupt or incomplete; recomputing it", path)
+            warnings.warn(
+                f"embedding cache file {path} is corrupt (fails its checksum or its shape); recomputing it",
+                ZerdaEvalWarning,
+                stacklevel=2,
+            )
+        embedding_since = time.perf_counter()
         _embed_to_file(embedder, texts, path)
+        embed_s = time.perf_counter() - embedding_since
+        files = {path.name: file_sha256(path)}
+        if isinstance(embedder, CorpusFitted):
+            files[state_path.name] = file_sha256(state_path)
+        entry = {"files": files, "build_s": {"fit": fit_s, "embed": embed_s}}
+        atomic_write_text(entry_path, json.dumps(entry, indent=2, sort_keys=True))
+    record_build(fit_s + embed_s, time.perf_counter() - start)
     return _load_valid(path, expected_shape, mmap)
+
+
+def _read_entry(path: Path) -> dict[str, Any]:
+    """The entry file (checksums, build seconds), or ``{}`` when it is missing or malformed."""
+    try:
+        entry = json.loads(path.read_text(encoding="utf-8"))
+        float(entry["build_s"]["fit"]) + float(entry["build_s"]["embed"])
+        dict(entry["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return entry
+
+
+def _intact(entry: dict[str, Any], path: Path) -> bool:
+    """True when ``path`` matches the SHA-256 the entry recorded for it."""
+    return entry["files"].get(path.name) == file_sha256(path)
 
 
 def _embed_to_file(embedder: Embedder, texts: Sequence[str], path: Path) -> None:
@@ -86,21 +129,34 @@ def _embed_to_file(embedder: Embedder, texts: Sequence[str], path: Path) -> None
         del out
 
 
-def _fit_or_restore(embedder: Embedder, texts: Sequence[str], state_path: Path) -> None:
-    """Restore a corpus-fitted embedder from ``state_path`` if it is readable, else fit it and save its state."""
+def _fit_or_restore(embedder: Embedder, texts: Sequence[str], state_path: Path, entry: dict[str, Any]) -> float:
+    """Restore a corpus-fitted embedder from ``state_path`` if it verifies, else fit it and save its state.
+
+    Returns the seconds fitting costs from scratch: measured now, or recorded in the entry when restored.
+    """
     if not isinstance(embedder, CorpusFitted):
+        since = time.perf_counter()
         embedder.fit(texts)
-        return
-    if state_path.exists():
+        return time.perf_counter() - since
+    if entry and state_path.name in entry["files"] and state_path.exists():
         try:
+            if not _intact(entry, state_path):
+                raise ValueError("checksum")
             with np.load(state_path, allow_pickle=False) as state:
                 embedder.restore(state)
-            return
+            return float(entry["build_s"]["fit"])
         except (OSError, ValueError, EOFError, KeyError, EmbedderError):
-            logger.warning("fitted-state file %s is corrupt or incomplete; refitting", state_path)
+            warnings.warn(
+                f"fitted-state file {state_path} is corrupt or fails its checksum; refitting",
+                ZerdaEvalWarning,
+                stacklevel=3,
+            )
+    since = time.perf_counter()
     embedder.fit(texts)
+    fit_s = time.perf_counter() - since
     with replaced_atomically(state_path) as tmp, tmp.open("wb") as handle:
         np.savez(handle, **embedder.fitted_state())
+    return fit_s
 
 
 def _load_valid(path: Path, shape: tuple[int, int], mmap: bool) -> np.ndarray | None:

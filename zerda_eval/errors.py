@@ -30,6 +30,13 @@ class RunError(ZerdaEvalError):
     """A grid cell failed for a reason the user can act on (bad embedder output, unwritable output dir)."""
 
 
+class ZerdaEvalWarning(UserWarning):
+    """Something the harness repaired on its own (a damaged cell recomputed, a corrupt cache entry rebuilt).
+
+    The CLI shows each as one ``zerda-eval: warning:`` line; library code never prints.
+    """
+
+
 def did_you_mean(value: str, allowed: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the closest allowed value, or an empty string."""
     matches = difflib.get_close_matches(value, list(allowed), n=1, cutoff=0.6)

@@ -2,9 +2,13 @@
 
 ``run_cell(cell, output_dir, cache_dir)`` is a pure function of the resolved cell config: it loads
 the dataset, builds and indexes the system (or reads the runs a fusion fuses), searches every query,
-evaluates, and writes ``cells/<cell_id>/{run.trec, per_query.csv, result.json}`` (result LAST). A
-cell whose ``result.json`` exists is reused unless ``force``. That one mechanism gives resume after
-a crash or Ctrl-C, and lets a scheduler (Dask) run cells anywhere that shares the output directory.
+evaluates, and writes ``cells/<cell_id>/{run.trec, per_query.csv, result.json}`` (result LAST, with
+the SHA-256 of the other two and its own checksum). A cell whose ``result.json`` verifies is reused
+unless ``force``; one that fails verification is recomputed with one warning naming it. That one
+mechanism gives resume after a crash or Ctrl-C, repairs a damaged run directory, and lets a scheduler
+(Dask) or concurrent runs compute cells anywhere that shares the output directory (one process per
+cell at a time: ``cache.cell_lock``). The results tables are rebuilt from every finished cell of the
+experiment on every run, so a partial run (``--only``) never shrinks them.
 
 Latency: each query is searched alone and timed with ``time.perf_counter`` after one untimed
 warm-up query (first-call costs: caches, lazy imports, numba kernels).
@@ -12,10 +16,12 @@ warm-up query (first-call costs: caches, lazy imports, numba kernels).
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import io
 import json
-import shutil
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from functools import partial
@@ -26,20 +32,32 @@ import pandas as pd
 from tqdm import tqdm
 
 from zerda_eval.cache import (
+    RESULT_FILE,
     atomic_write_bytes,
     atomic_write_text,
     cell_dir,
+    cell_lock,
     check_writable,
+    counting_builds,
+    forget_rebuilt,
     load_result,
+    rebuilding_caches,
     remove_temp_files,
+    seal,
+    verified_result,
 )
 from zerda_eval.config import CellSpec, Experiment, canonical_json
 from zerda_eval.distributed import Executor, run_serially
-from zerda_eval.errors import DataFormatError, DatasetError, RunError
+from zerda_eval.errors import DataFormatError, DatasetError, RunError, ZerdaEvalWarning
 from zerda_eval.measures import Efficiency, evaluate_collection, tie_break, warm_up_ranx
 
 RUN_TAG = "zerda-eval"
-EFFICIENCY_COLUMNS = tuple(Efficiency.__dataclass_fields__)
+BUILD_COLUMN = "index_build_s"  # from-scratch cost of the index; index_time_s is this run's wall time
+EFFICIENCY_COLUMNS = (
+    "index_time_s",
+    BUILD_COLUMN,
+    *(f for f in Efficiency.__dataclass_fields__ if f != "index_time_s"),
+)
 
 
 @dataclass(frozen=True)
@@ -58,21 +76,45 @@ def run_cell(
     force: bool = False,
     progress: bool = False,
 ) -> CellResult:
-    """Compute one cell (or reuse it) and write its files atomically; ``result.json`` is written last."""
+    """Reuse the cell if it verifies, else compute it and write its files atomically (``result.json`` last).
+
+    ``force`` recomputes the cell and rebuilds the cache entries it uses (once per process).
+    """
     output_dir = Path(output_dir)
-    if not force:
-        cached = load_result(output_dir, cell.cell_id)
-        if cached is not None:
-            return CellResult(cell.cell_id, cached, reused=True)
+    with cell_lock(output_dir, cell.cell_id):  # concurrent runs: one computes, the others then reuse
+        if not force:
+            cached, problem = verified_result(output_dir, cell.cell_id)
+            if cached is not None:
+                return CellResult(cell.cell_id, cached, reused=True)
+            if problem:
+                warnings.warn(
+                    f"cell {cell.label!r} of {cell.dataset!r} ({cell.cell_id}): {problem}; recomputing it",
+                    ZerdaEvalWarning,
+                    stacklevel=2,
+                )
+        result = _compute(cell, output_dir, cache_dir, force, progress)
+        run_text, per_query_text = format_trec(result.pop("run")), result.pop("table")
+        result = _write_cell(cell_dir(output_dir, cell.cell_id), result, run_text, per_query_text)
+        return CellResult(cell.cell_id, result, reused=False)
+
+
+def _compute(cell: CellSpec, output_dir: Path, cache_dir: Path | None, force: bool, progress: bool) -> dict[str, Any]:
     collection, qids = _collection(cell.config["dataset"])
     queries = {qid: collection.queries[qid] for qid in qids}
-    if cell.kind == "fusion":
-        run, efficiency, stats = _fuse(cell, output_dir, queries)
-    else:
-        run, efficiency, stats = _search(cell, collection, queries, cache_dir, progress)
+    with rebuilding_caches(force), counting_builds() as costs:
+        if cell.kind == "fusion":
+            run, efficiency, stats = _fuse(cell, output_dir, queries)
+        else:
+            run, efficiency, stats = _search(cell, collection, queries, cache_dir, progress)
     run = _finish_run(run, collection, cell.config["depth"])
     per_query, means = evaluate_collection(run, collection, qids, cell.config["measures"])
-    result = {
+    measured = asdict(efficiency)
+    if cell.kind == "fusion":  # what its inputs cost from scratch
+        inputs = [load_result(output_dir, input_id) or {} for input_id in cell.inputs]
+        build = sum(r.get("efficiency", {}).get(BUILD_COLUMN, 0.0) for r in inputs)
+    else:  # this run's wall time, with each cache entry's recorded build time in place of its read time
+        build = measured["index_time_s"] - costs.spent_s + costs.build_s
+    return {
         "cell_id": cell.cell_id,
         "dataset": cell.dataset,
         "system": cell.label,
@@ -80,19 +122,35 @@ def run_cell(
         "kind": cell.kind,
         "config": cell.config,
         "means": means,
-        "efficiency": asdict(efficiency),
+        "efficiency": {"index_time_s": measured.pop("index_time_s"), BUILD_COLUMN: build, **measured},
         "stats": stats,
         "queries": len(qids),
+        "run": run,
+        "table": _per_query_csv(per_query),
     }
-    directory = cell_dir(output_dir, cell.cell_id)
+
+
+def _write_cell(directory: Path, result: dict[str, Any], run_text: str, per_query_text: str) -> dict[str, Any]:
+    """Write the run files, then ``result.json`` sealed with their checksums; a cell never finished is removed.
+
+    Called under the cell's lock. A failed write leaves a previously finished version of the cell alone
+    (its checksums then no longer match, so the next run recomputes it): a finished cell is never deleted.
+    """
+    contents = {"run.trec": run_text.encode("utf-8"), "per_query.csv": per_query_text.encode("utf-8")}
+    finished_before = (directory / RESULT_FILE).exists()
     try:
-        atomic_write_text(directory / "run.trec", format_trec(run))
-        atomic_write_text(directory / "per_query.csv", _per_query_csv(per_query))
-        atomic_write_text(directory / "result.json", json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False))
+        for name, data in contents.items():
+            atomic_write_bytes(directory / name, data)
+        sealed = seal(result, contents)
+        atomic_write_text(directory / RESULT_FILE, json.dumps(sealed, indent=2, sort_keys=True, ensure_ascii=False))
+        return sealed
     except RunError:
-        shutil.rmtree(directory, ignore_errors=True)  # no half-written cell: a rerun redoes it whole
+        if not finished_before:
+            for name in contents:
+                (directory / name).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # other files in it: not ours to remove
+                directory.rmdir()
         raise
-    return CellResult(cell.cell_id, result, reused=False)
 
 
 def run_experiment(
@@ -111,10 +169,16 @@ def run_experiment(
     check_writable(output_dir)
     check_writable(experiment.cache_dir, key="cache_dir")
     remove_temp_files(output_dir)
+    forget_rebuilt()
+    every_cell = experiment.every_cell
     atomic_write_text(
         output_dir / "experiment.json",
         json.dumps(
-            {"config_hash": experiment.config_hash, "config": experiment.resolved},
+            {
+                "config_hash": experiment.config_hash,
+                "config": experiment.resolved,
+                "cells": [cell.cell_id for cell in every_cell],
+            },
             indent=2,
             sort_keys=True,
             ensure_ascii=False,
@@ -130,19 +194,33 @@ def run_experiment(
         force=force,
         progress=progress and executor is run_serially,
     )
-    results = []
+    finished = {}
     bar = tqdm(total=len(experiment.cells), desc=f"grid {experiment.name}", unit="cell", disable=not progress)
     for outcome in executor(experiment.cells, task):
         bar.update()
         bar.set_postfix_str(f"{outcome.result['dataset']} | {outcome.result['system']}")
-        results.append(outcome.result)
+        finished[outcome.cell_id] = outcome.result
         if on_cell is not None:
             on_cell(outcome)
     bar.close()
     remove_temp_files(output_dir)  # what a worker killed mid-cell left behind
+    results = finished_results(output_dir, every_cell, finished)
     table = results_table(results)
     write_tables(output_dir, table, results)
     return table
+
+
+def finished_results(
+    output_dir: Path, cells: list[CellSpec], known: Mapping[str, Mapping[str, Any]] | None = None
+) -> list[Mapping[str, Any]]:
+    """The result of every finished (verified) cell of ``cells``, in grid order; ``known`` ones are not re-read."""
+    known = known or {}
+    results = []
+    for cell in cells:
+        result = known.get(cell.cell_id) or load_result(output_dir, cell.cell_id)
+        if result is not None:
+            results.append(result)
+    return results
 
 
 def results_table(results: list[Mapping[str, Any]]) -> pd.DataFrame:
@@ -162,7 +240,7 @@ def results_table(results: list[Mapping[str, Any]]) -> pd.DataFrame:
                 "params": canonical_json(part["params"]),
                 "cell_id": result["cell_id"],
                 **{m: means[m] for m in ordered},
-                **{k: result["efficiency"][k] for k in EFFICIENCY_COLUMNS},
+                **{k: result["efficiency"].get(k, float("nan")) for k in EFFICIENCY_COLUMNS},
             }
         )
     return pd.DataFrame(rows)
@@ -174,13 +252,39 @@ def write_tables(output_dir: Path, table: pd.DataFrame, results: list[Mapping[st
     atomic_write_bytes(output_dir / "results.parquet", _parquet(table))
     frames = []
     for result in results:
-        per_query = pd.read_csv(cell_dir(output_dir, result["cell_id"]) / "per_query.csv", dtype={"query_id": str})
+        per_query = read_per_query_csv(cell_dir(output_dir, result["cell_id"]) / "per_query.csv")
         per_query.insert(0, "system", result["system"])
         per_query.insert(0, "dataset", result["dataset"])
         per_query.insert(0, "cell_id", result["cell_id"])
         frames.append(per_query)
     long = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     atomic_write_bytes(output_dir / "per_query.parquet", _parquet(long))
+
+
+def read_per_query_csv(path: Path) -> pd.DataFrame:
+    """A cell's ``per_query.csv`` (columns query_id, measure, value); ids read verbatim ("NA" stays "NA")."""
+    return pd.read_csv(path, dtype={"query_id": str, "measure": str}, keep_default_na=False, na_filter=False)
+
+
+def check_run_dir(run_dir: Path) -> None:
+    """A one-line ``DataFormatError`` naming the experiment-level file of ``run_dir`` that cannot be read.
+
+    ``zerda-eval run`` rewrites every one of them from the finished cells, which is the fix it names.
+    """
+    fix = "rerun `zerda-eval run CONFIG` (finished cells are reused) to rewrite it"
+    path = run_dir / "experiment.json"
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataFormatError(f"{path}: unreadable ({type(exc).__name__}); {fix}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("config"), dict):
+        raise DataFormatError(f"{path}: not the experiment.json of a run; {fix}")
+    for name in ("results.parquet", "per_query.parquet"):
+        if (run_dir / name).exists():
+            try:
+                pd.read_parquet(run_dir / name)
+            except Exception as exc:  # pyarrow raises several types for a damaged file
+                raise DataFormatError(f"{run_dir / name}: unreadable ({type(exc).__name__}); {fix}") from None
 
 
 def format_trec(run: Mapping[str, list[tuple[str, float]]]) -> str:
@@ -294,11 +398,12 @@ def _finish_run(run: Mapping[str, list], collection: Any, depth: int) -> dict[st
 
 
 def _per_query_csv(per_query: Mapping[str, Mapping[str, float]]) -> str:
+    """``query_id,measure,value`` rows, quoted where an id needs it (a comma, a quote, a line break)."""
     buffer = io.StringIO()
-    buffer.write("query_id,measure,value\n")
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(("query_id", "measure", "value"))
     for measure, values in per_query.items():
-        for qid, value in values.items():
-            buffer.write(f"{qid},{measure},{value!r}\n")
+        writer.writerows((qid, measure, repr(value)) for qid, value in values.items())
     return buffer.getvalue()
 
 

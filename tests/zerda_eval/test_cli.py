@@ -39,3 +39,31 @@ def test_unknown_scheduler_is_a_usage_error(tmp_path, capsys):
 def test_report_of_a_non_run_directory(tmp_path, capsys):
     assert main(["report", str(tmp_path)]) == 1
     assert "not a run directory" in capsys.readouterr().err
+
+
+def test_a_closed_stdout_ends_quietly_with_141(capsys, monkeypatch):
+    from zerda_eval import cli
+
+    def closed(args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setitem(cli.COMMANDS, "datasets", closed)
+    assert main(["datasets"]) == 141
+    assert capsys.readouterr().err == ""
+
+
+def test_our_warnings_are_one_line_each(capsys, monkeypatch):
+    import warnings
+
+    from zerda_eval import cli
+    from zerda_eval.errors import ZerdaEvalWarning
+
+    def warns(args):
+        warnings.warn("cell 'bm25' (abc): per_query.csv is missing; recomputing it", ZerdaEvalWarning, stacklevel=1)
+        warnings.warn("cell 'bm25' (abc): per_query.csv is missing; recomputing it", ZerdaEvalWarning, stacklevel=1)
+        return 0
+
+    monkeypatch.setitem(cli.COMMANDS, "datasets", warns)
+    assert main(["datasets"]) == 0
+    err = capsys.readouterr().err
+    assert err.splitlines() == ["zerda-eval: warning: cell 'bm25' (abc): per_query.csv is missing; recomputing it"] * 2

@@ -81,6 +81,9 @@ def test_cell_id_is_stable_and_changes_with_any_result_relevant_setting(tmp_path
         (("max_queries = 5", 'normalisation = "light"'), "did you mean 'normalization'"),
         (("grid = { b = [0.5, 0.75] }", "grid = { bb = [0.5] }"), "did you mean 'b'"),
         (("grid = { b = [0.5, 0.75] }", "grid = { k1 = [1.0] }"), "also set in params"),
+        (("grid = { b = [0.5, 0.75] }", "grid = { b = [0.5, 0.5] }"), "[b=0.5] appears twice"),
+        (("grid = { b = [0.5, 0.75] }", "grid = { b = [1, 1.0] }"), "are the same parameters"),
+        (("max_queries = 5", "ignore_identical_ids = 1"), "ignore_identical_ids=1 is invalid"),
     ],
 )
 def test_mistakes_are_one_line_config_errors(tmp_path, edit, expected):
@@ -111,6 +114,7 @@ def test_fusion_inputs_must_name_one_cell(tmp_path):
 def test_only_keeps_a_system_and_the_inputs_of_a_fusion(tmp_path):
     exp = load_experiment(write(tmp_path, BASE))
     assert [c.label for c in exp.only("bm25[b=0.5]").cells] == ["bm25[b=0.5]"]
+    assert exp.only("bm25[b=0.5]").every_cell == exp.cells == exp.every_cell  # the tables still cover all
     with pytest.raises(ConfigError, match="did you mean 'bm25'"):
         exp.only("bm2")
 
@@ -118,3 +122,11 @@ def test_only_keeps_a_system_and_the_inputs_of_a_fusion(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="not found"):
         load_experiment(tmp_path / "nope.toml")
+    with pytest.raises(ConfigError, match="is a directory"):
+        load_experiment(tmp_path)
+
+
+def test_cell_key_holds_the_content_of_the_data_and_the_code(tmp_path):
+    cell = load_experiment(write(tmp_path, BASE)).cells[0]
+    assert set(cell.config["dataset"]["content"]) == {"cran.all.1400", "cran.qry", "cranqrel"}
+    assert len(cell.config["code"]) == 64

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 import pytest
 
 from retrieval.embeddings import BaseEmbedder, finish_embeddings
 from retrieval.embeddings.lsa import LSAEmbedder
 from zerda_eval.embedding_cache import cache_key, embed_corpus, texts_sha256
-from zerda_eval.errors import RunError
+from zerda_eval.errors import RunError, ZerdaEvalWarning
 
 TEXTS = ["alpha beta", "gamma delta epsilon", "beta gamma", "zeta eta theta"]
 
@@ -46,7 +44,8 @@ def test_second_call_reads_the_cache(tmp_path):
     assert embedder.embedded == len(TEXTS)
     np.testing.assert_array_equal(first, second)
     np.testing.assert_array_equal(second, CountingEmbedder().embed(TEXTS))
-    assert cache_files(tmp_path) == [f"{cache_key(embedder, TEXTS)}.npy"]  # no temp left
+    key = cache_key(embedder, TEXTS)
+    assert cache_files(tmp_path) == [f"{key}.json", f"{key}.npy"]  # the entry and the array; no temp left
 
 
 def test_key_depends_on_model_params_and_corpus():
@@ -75,15 +74,14 @@ def test_mmap_returns_a_read_only_map(tmp_path):
         lambda path: np.save(path, np.full((4, 8), np.nan, dtype=np.float32)),  # non-finite
     ],
 )
-def test_corrupt_cache_is_recomputed(tmp_path, caplog, damage):
+def test_corrupt_cache_is_recomputed(tmp_path, damage):
     embedder = CountingEmbedder()
     expected = embed_corpus(embedder, TEXTS, tmp_path)
     path = tmp_path / f"{cache_key(embedder, TEXTS)}.npy"
     damage(path)
-    with caplog.at_level(logging.WARNING, logger="zerda_eval.embedding_cache"):
+    with pytest.warns(ZerdaEvalWarning, match="corrupt"):
         recomputed = embed_corpus(embedder, TEXTS, tmp_path)
     assert embedder.embedded == 2 * len(TEXTS)
-    assert "corrupt" in caplog.text
     np.testing.assert_array_equal(recomputed, expected)
     np.testing.assert_array_equal(np.load(path), expected)
 
@@ -153,15 +151,37 @@ def test_lsa_state_is_restored_instead_of_refitted_and_embeds_identically(tmp_pa
     np.testing.assert_array_equal(restored.embed(queries), fitted.embed(queries))
 
 
-def test_corrupt_lsa_state_is_refitted_with_a_warning(tmp_path, caplog):
+def test_entry_records_checksums_and_build_seconds(tmp_path):
+    import hashlib
+    import json
+
+    embedder = LSAEmbedder(dim=3, min_df=1)
+    embed_corpus(embedder, TEXTS, tmp_path)
+    key = cache_key(embedder, TEXTS)
+    entry = json.loads((tmp_path / f"{key}.json").read_text(encoding="utf-8"))
+    assert set(entry["files"]) == {f"{key}.npy", f"{key}.fit.npz"}
+    for name, digest in entry["files"].items():
+        assert digest == hashlib.sha256((tmp_path / name).read_bytes()).hexdigest()
+    assert entry["build_s"]["fit"] > 0 and entry["build_s"]["embed"] > 0
+
+
+def test_same_shape_corruption_of_the_vectors_is_caught_by_the_checksum(tmp_path):
+    embedder = CountingEmbedder()
+    expected = embed_corpus(embedder, TEXTS, tmp_path)
+    path = tmp_path / f"{cache_key(embedder, TEXTS)}.npy"
+    np.save(path, np.full_like(expected, 0.5))  # finite, same shape and dtype: loads fine
+    with pytest.warns(ZerdaEvalWarning, match="checksum"):
+        np.testing.assert_array_equal(embed_corpus(embedder, TEXTS, tmp_path), expected)
+
+
+def test_corrupt_lsa_state_is_refitted_with_a_warning(tmp_path):
     first = LSAEmbedder(dim=3)
     vectors = embed_corpus(first, TEXTS, tmp_path)
     state_file = tmp_path / f"{cache_key(first, TEXTS)}.fit.npz"
     state_file.write_bytes(b"not an npz")
     again = LSAEmbedder(dim=3)
-    with caplog.at_level(logging.WARNING):
+    with pytest.warns(ZerdaEvalWarning, match="refitting"):
         np.testing.assert_array_equal(embed_corpus(again, TEXTS, tmp_path), vectors)
-    assert "refitting" in caplog.text
     np.testing.assert_array_equal(again.embed(["beta gamma"]), first.embed(["beta gamma"]))
     with np.load(state_file, allow_pickle=False) as state:  # rewritten whole
         assert set(state.files) == {"terms", "idf", "basis"}

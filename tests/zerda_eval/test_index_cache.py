@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 
 import numpy as np
@@ -12,7 +11,7 @@ from retrieval.core import analyzer, tokenize
 from retrieval.core.bm25_fast import SparseBM25
 from tests.arrays import backed_by_memmap
 from zerda_eval import index_cache
-from zerda_eval.errors import RunError
+from zerda_eval.errors import RunError, ZerdaEvalWarning
 from zerda_eval.index_cache import cached_sparse_bm25, index_key
 
 TEXTS = ["the cat sat on the mat", "a dog and a cat", "dogs bark", "مرحبا بالعالم", "the the the cat"]
@@ -62,14 +61,42 @@ def test_analyzer_options_reach_the_index(tmp_path):
     assert "احمد" in index.vocabulary and "أحمد" not in index.vocabulary
 
 
-def test_an_index_that_does_not_load_is_rebuilt(tmp_path, caplog):
+def test_an_index_that_does_not_load_is_rebuilt(tmp_path):
     built(tmp_path)
     directory = tmp_path / "bm25" / index_key(1.5, 0.75, PLAIN, TEXTS)
     (directory / "vocabulary.json").write_text("{broken", encoding="utf-8")
-    with caplog.at_level(logging.WARNING):
+    with pytest.warns(ZerdaEvalWarning, match="rebuilding"):
         index = built(tmp_path)
-    assert "rebuilding" in caplog.text
     assert index.n_docs == len(TEXTS)
+
+
+def test_an_index_with_other_values_of_the_same_shape_is_rebuilt(tmp_path):
+    """The attack of issue 17.3: a same-shape corruption loads fine; only the checksum catches it."""
+    reference = SparseBM25().fit([tokenize(text) for text in TEXTS])
+    built(tmp_path)
+    directory = tmp_path / "bm25" / index_key(1.5, 0.75, PLAIN, TEXTS)
+    for path in directory.glob("*.npy"):
+        array = np.load(path)
+        if array.dtype.kind == "f":
+            np.save(path, np.full_like(array, 0.25))
+    with pytest.warns(ZerdaEvalWarning, match="checksum"):
+        index = built(tmp_path)
+    for got, expected in zip(index.top_k_batch(QUERIES, 3), reference.top_k_batch(QUERIES, 3), strict=True):
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_entry_records_checksums_and_build_seconds(tmp_path):
+    import hashlib
+    import json
+
+    built(tmp_path)
+    directory = tmp_path / "bm25" / index_key(1.5, 0.75, PLAIN, TEXTS)
+    entry = json.loads((directory / "entry.json").read_text(encoding="utf-8"))
+    assert entry["build_s"] > 0
+    names = {p.name for p in directory.iterdir()} - {"entry.json"}
+    assert set(entry["files"]) == names
+    for name, digest in entry["files"].items():
+        assert digest == hashlib.sha256((directory / name).read_bytes()).hexdigest()
 
 
 def test_concurrent_builders_build_once(tmp_path, monkeypatch):

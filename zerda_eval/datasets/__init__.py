@@ -5,10 +5,14 @@ and ``xquad/ar`` with ``ir_datasets.registry``; ``load_collection`` seeds ir_dat
 ``beir/scifact/*``, ``cranfield`` and ``vaswani`` from the shared files on first use.
 """
 
-from zerda_eval.datasets.collection import NO_ANSWER_ID, Collection
-from zerda_eval.datasets.listing import list_datasets
-from zerda_eval.datasets.loader import load_collection
-from zerda_eval.datasets.registry import BUNDLED, register_datasets
+from zerda_eval.datasets.paths import check_ir_datasets_home
+
+check_ir_datasets_home()  # before ir_datasets is imported: it would crash on an unusable folder
+
+from zerda_eval.datasets.collection import NO_ANSWER_ID, Collection  # noqa: E402
+from zerda_eval.datasets.listing import list_datasets  # noqa: E402
+from zerda_eval.datasets.loader import load_collection  # noqa: E402
+from zerda_eval.datasets.registry import BUNDLED, register_datasets  # noqa: E402
 
 register_datasets()
 

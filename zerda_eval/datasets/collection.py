@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,6 +10,21 @@ from typing import Any
 from zerda_eval.errors import DataFormatError
 
 NO_ANSWER_ID = "-1"
+_WHITESPACE = re.compile(r"\s")
+
+
+def check_id(value: str, kind: str, where: str) -> str:
+    """``value`` if it can be a doc or query id of a TREC run file, else a one-line ``DataFormatError``.
+
+    A TREC line is whitespace-separated (``qid Q0 docid rank score tag``): an id with a space, tab or
+    line break (or an empty id) would shift its columns.
+    """
+    if not value or _WHITESPACE.search(value):
+        raise DataFormatError(
+            f"{where}: {kind} id {value!r} is empty or contains whitespace, which a TREC run file cannot hold; "
+            "rename it"
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -56,16 +72,28 @@ def build_collection(
     for doc in docs:
         if doc.doc_id in seen:
             raise DataFormatError(f"{dataset_id}: duplicate doc id {doc.doc_id!r}; doc ids must be unique")
-        seen.add(doc.doc_id)
+        seen.add(check_id(doc.doc_id, "doc", dataset_id))
         doc_ids.append(doc.doc_id)
         if not stream_texts:
             texts.append(record_text(doc))
+    raw: dict[tuple[str, str], int] = {}
     judged: dict[str, dict[str, int]] = {}
     for qrel in qrels:
+        pair = (qrel.query_id, qrel.doc_id)
+        if raw.setdefault(pair, qrel.relevance) != qrel.relevance:
+            raise DataFormatError(
+                f"{dataset_id}: query {pair[0]!r} judges doc {pair[1]!r} twice, {raw[pair]} and {qrel.relevance}; "
+                "keep one judgement per pair"
+            )
         grade = relevance(qrel.relevance)
         if grade is not None:
             judged.setdefault(qrel.query_id, {})[qrel.doc_id] = grade
-    query_texts = {q.query_id: record_text(q) for q in queries if q.query_id in judged}
+    query_texts: dict[str, str] = {}
+    for query in queries:
+        if query.query_id in query_texts:
+            raise DataFormatError(f"{dataset_id}: duplicate query id {query.query_id!r}; query ids must be unique")
+        if query.query_id in judged:
+            query_texts[check_id(query.query_id, "query", dataset_id)] = record_text(query)
     qrels_in_order = {qid: judged[qid] for qid in query_texts}
     no_answer = frozenset(qid for qid, docs_ in qrels_in_order.items() if set(docs_) == {NO_ANSWER_ID})
     if stream_texts:

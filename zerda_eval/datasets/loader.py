@@ -12,6 +12,7 @@ from filelock import FileLock
 
 from zerda_eval.datasets import protocols, streamed
 from zerda_eval.datasets.collection import Collection, build_collection
+from zerda_eval.datasets.fingerprint import content_fingerprint
 from zerda_eval.datasets.paths import ir_datasets_home
 from zerda_eval.datasets.registry import BUNDLED
 from zerda_eval.datasets.seeding import seed_cache
@@ -26,16 +27,17 @@ _DOWNLOAD_ERRORS = (OSError, RuntimeError)
 def load_collection(dataset_id: str, **options: Any) -> Collection:
     """Load ``dataset_id`` under its protocol ``options`` (see ``protocols``); cached per process.
 
-    With ``path=...`` (and ``format="beir"|"trec"``) the collection is a user's folder and
-    ``dataset_id`` only names it.
+    The per-process cache is keyed by the content of the files the dataset is read from
+    (``fingerprint``): an edited file is read again. With ``path=...`` (and ``format="beir"|"trec"``)
+    the collection is a user's folder and ``dataset_id`` only names it.
     """
     if "path" in options:
         options = {**options, "path": str(options["path"])}
         beir_format = options.get("format", "beir") == "beir"
         resolved = protocols.resolve_options(dataset_id, options, extra=USER_OPTIONS, beir_format=beir_format)
-        return _cached_user(dataset_id, _freeze(resolved))
+        return _cached_user(dataset_id, _freeze(resolved), _freeze(content_fingerprint(dataset_id, resolved)))
     resolved = protocols.resolve_options(dataset_id, options, extra=() if dataset_id in BUNDLED else ("language",))
-    return _cached(dataset_id, _freeze(resolved))
+    return _cached(dataset_id, _freeze(resolved), _freeze(content_fingerprint(dataset_id, resolved)))
 
 
 def _freeze(options: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
@@ -47,12 +49,12 @@ def _thaw(frozen: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=32)
-def _cached_user(name: str, frozen: tuple[tuple[str, Any], ...]) -> Collection:
+def _cached_user(name: str, frozen: tuple[tuple[str, Any], ...], content: tuple[tuple[str, Any], ...]) -> Collection:
     return load_user_collection(name, _thaw(frozen))
 
 
 @lru_cache(maxsize=32)
-def _cached(dataset_id: str, frozen: tuple[tuple[str, Any], ...]) -> Collection:
+def _cached(dataset_id: str, frozen: tuple[tuple[str, Any], ...], content: tuple[tuple[str, Any], ...]) -> Collection:
     options = _thaw(frozen)
     with _first_build_lock(dataset_id):
         return _build(dataset_id, options)

@@ -28,6 +28,25 @@ def source_file(folder: str, name: str) -> Path:
     return path
 
 
+def check_ir_datasets_home() -> None:
+    """A one-line ``DatasetError`` when ir_datasets' cache folder cannot be used (call before importing it).
+
+    ir_datasets creates ``$IR_DATASETS_HOME`` (else ``~/.ir_datasets``) when it is imported and
+    crashes there, with a traceback, when that path is a file or cannot be created or written.
+    """
+    home = Path(os.environ.get("IR_DATASETS_HOME") or Path.home() / ".ir_datasets").expanduser()
+    where = f"ir_datasets' cache folder {home} (IR_DATASETS_HOME)"
+    fix = "set IR_DATASETS_HOME to a writable folder"
+    if home.exists() and not home.is_dir():
+        raise DatasetError(f"{where} is a file, not a folder; {fix}")
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DatasetError(f"{where} cannot be created ({exc.strerror}); {fix}") from None
+    if not os.access(home, os.W_OK | os.X_OK):
+        raise DatasetError(f"{where} is not writable; {fix}")
+
+
 def ir_datasets_home() -> Path:
     """The cache folder ir_datasets reads from (``$IR_DATASETS_HOME``, else ``~/.ir_datasets``).
 

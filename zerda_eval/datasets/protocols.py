@@ -65,7 +65,7 @@ def resolve_options(
     for name, value in given.items():
         if name not in settable:
             raise ConfigError(unknown_value_message("option", name, settable, where=f"dataset {dataset_id!r}"))
-        if name in CHOICES and value not in CHOICES[name]:
+        if name in CHOICES and not any(type(value) is type(c) and value == c for c in CHOICES[name]):
             allowed = ", ".join(map(repr, CHOICES[name]))
             raise ConfigError(f"dataset {dataset_id!r}: option {name}={value!r} is invalid; use one of {allowed}")
         options[name] = value

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 
 import ir_datasets
 from ir_datasets.datasets.base import Dataset
@@ -25,35 +25,62 @@ Records = tuple[list[GenericDoc], list[GenericQuery], list[TrecQrel]]
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """What the ``zerda-eval datasets`` listing says about a bundled dataset."""
+    """What the ``zerda-eval datasets`` listing says about a bundled dataset, and the files it is read from."""
 
     id: str
     language: str
     folder: str
     source: str
     licence: str
+    files: tuple[str, ...] = ()  # in ``folder``: what its content fingerprint hashes
+
+
+def _quran_files(split: str) -> tuple[str, ...]:
+    parts = quranqa.SPLITS[split]
+    return (
+        "QQA23_TaskA_QPC_v1.1.tsv",
+        *(f"QQA23_TaskA_{part}.tsv" for part in parts),
+        *(f"QQA23_TaskA_qrels_{part}.gold" for part in parts),
+    )
 
 
 _QURAN = ("ar", "quranqa23-taskA", "Qur'an QA 2023 task A (QPC v1.1), organisers' files", "CC BY-NC-ND 4.0")
 _NPL = "research collection, no licence stated"
+_SCIFACT = ("en", "beir-scifact", "BEIR SciFact (Wadden et al. 2020)", "CC BY-NC 2.0")
+_SCIFACT_FILES = ("corpus.jsonl", "queries.jsonl")
 BUNDLED: dict[str, DatasetSpec] = {
     spec.id: spec
     for spec in (
-        DatasetSpec("beir/scifact/test", "en", "beir-scifact", "BEIR SciFact (Wadden et al. 2020)", "CC BY-NC 2.0"),
-        DatasetSpec("beir/scifact/train", "en", "beir-scifact", "BEIR SciFact (Wadden et al. 2020)", "CC BY-NC 2.0"),
-        DatasetSpec("cranfield", "en", "cranfield", "Cranfield 1400 (Cleverdon), SMART files", _NPL),
-        DatasetSpec("vaswani", "en", "vaswani", "NPL / Vaswani (Glasgow), TREC-format files", _NPL),
-        DatasetSpec("quranqa23/taskA/train", *_QURAN),
-        DatasetSpec("quranqa23/taskA/dev", *_QURAN),
-        DatasetSpec("quranqa23/taskA/train+dev", *_QURAN),
+        DatasetSpec("beir/scifact/test", *_SCIFACT, files=(*_SCIFACT_FILES, "qrels/test.tsv")),
+        DatasetSpec("beir/scifact/train", *_SCIFACT, files=(*_SCIFACT_FILES, "qrels/train.tsv")),
+        DatasetSpec(
+            "cranfield",
+            "en",
+            "cranfield",
+            "Cranfield 1400 (Cleverdon), SMART files",
+            _NPL,
+            files=("cran.all.1400", "cran.qry", "cranqrel"),
+        ),
+        DatasetSpec(
+            "vaswani",
+            "en",
+            "vaswani",
+            "NPL / Vaswani (Glasgow), TREC-format files",
+            _NPL,
+            files=("doc-text.trec", "query-text.trec", "qrels"),
+        ),
+        *(DatasetSpec(f"quranqa23/taskA/{split}", *_QURAN, files=_quran_files(split)) for split in quranqa.SPLITS),
         DatasetSpec(
             "tydiqa-goldp/ar/dev",
             "ar",
             "tydiqa-goldp-ar",
             "TyDi QA GoldP dev, Arabic (SQuAD JSON)",
             "Apache-2.0",
+            files=("tydiqa-goldp-dev-arabic.json",),
         ),
-        DatasetSpec("xquad/ar", "ar", "xquad-ar", "XQuAD, Arabic (SQuAD JSON)", "CC BY-SA 4.0"),
+        DatasetSpec(
+            "xquad/ar", "ar", "xquad-ar", "XQuAD, Arabic (SQuAD JSON)", "CC BY-SA 4.0", files=("xquad.ar.json",)
+        ),
     )
 }
 
@@ -73,9 +100,15 @@ PARSERS: dict[str, Callable[[], Records]] = {
 }
 
 
-@cache
 def parsed_records(dataset_id: str) -> Records:
-    """The records of one of our registered ids, parsed once per process."""
+    """The records of one of our registered ids, parsed once per process and content of its files."""
+    from zerda_eval.datasets.fingerprint import content_fingerprint
+
+    return _parsed(dataset_id, tuple(sorted(content_fingerprint(dataset_id, {}).items())))
+
+
+@lru_cache(maxsize=16)
+def _parsed(dataset_id: str, content: tuple[tuple[str, str], ...]) -> Records:
     return PARSERS[dataset_id]()
 
 

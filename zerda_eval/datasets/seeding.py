@@ -10,22 +10,33 @@ have downloaded (or extracted) there is enough:
   (records closed by ``   /`` or ``/`` lines). The bundled copy is the TREC-format NPL (SGML docs and
   topics, 4-column qrels), so it is rewritten into that layout: same ids, same text lines, same pairs.
 
-Only missing files are written, each through a temporary file and an atomic rename; nothing is
-written into the repository.
+Each seeded folder holds ``zerda-eval-seed.json``, the SHA-256 of every source file it was made
+from, written after ir_datasets' docstore is built from the seeded files (under the same lock, so
+concurrent runs never read a half-built docstore). When a source file changes (an edited copy under
+``ZERDA_EVAL_DATA``), the folder is emptied, with the extracts and docstore ir_datasets derived from
+the old files, and seeded again, so a stale copy is never read. Files are written through a
+temporary file and an atomic rename, with the mode the umask gives; nothing is written into the
+repository.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import tempfile
 import zipfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from zerda_eval.cache import build_lock, file_mode, file_sha256
 from zerda_eval.datasets.paths import ir_datasets_home, source_file
 from zerda_eval.errors import DataFormatError
+
+MARKER = "zerda-eval-seed.json"
 
 _SCIFACT_FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "qrels/train.tsv")
 _CRANFIELD_FILES = {"docs.txt": "cran.all.1400", "queries.txt": "cran.qry", "qrels.txt": "cranqrel"}
@@ -40,6 +51,7 @@ def atomic_write(target: Path, write: Callable[[BinaryIO], None]) -> bool:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, file_mode())
         with os.fdopen(fd, "wb") as handle:
             write(handle)
         os.replace(tmp, target)
@@ -107,17 +119,58 @@ def seed_vaswani(home: Path) -> None:
             atomic_write(target, lambda handle, data=data: handle.write(data))
 
 
-SEEDERS: dict[str, Callable[[Path], None]] = {
-    "beir/scifact": seed_scifact,
-    "cranfield": seed_cranfield,
-    "vaswani": seed_vaswani,
+@dataclass(frozen=True)
+class Seeder:
+    """How one ir_datasets cache folder is made from bundled files: ``write(home)`` from ``folder/names``."""
+
+    target: str  # the folder under ir_datasets' home
+    folder: str  # the bundled folder
+    names: tuple[str, ...]
+    write: Callable[[Path], None]
+
+
+SEEDERS: dict[str, Seeder] = {
+    "beir/scifact": Seeder("beir/scifact", "beir-scifact", _SCIFACT_FILES, seed_scifact),
+    "cranfield": Seeder("cranfield", "cranfield", tuple(_CRANFIELD_FILES.values()), seed_cranfield),
+    "vaswani": Seeder("vaswani", "vaswani", ("doc-text.trec", "query-text.trec", "qrels"), seed_vaswani),
 }
 
 
 def seed_cache(dataset_id: str, home: Path | None = None) -> bool:
-    """Seed the cache files ``dataset_id`` needs, if it is one we bundle; True when it is."""
-    for prefix, seed in SEEDERS.items():
+    """Seed the cache folder ``dataset_id`` reads, if it is one we bundle; True when it is.
+
+    A folder seeded from other contents of the source files (or by a version without the marker) is
+    emptied and seeded again.
+    """
+    for prefix, seeder in SEEDERS.items():
         if dataset_id == prefix or dataset_id.startswith(prefix + "/"):
-            seed(home or ir_datasets_home())
+            _seed(seeder, dataset_id, home or ir_datasets_home())
             return True
     return False
+
+
+def _seed(seeder: Seeder, dataset_id: str, home: Path) -> None:
+    target = home / seeder.target
+    sources = {name: file_sha256(source_file(seeder.folder, name)) for name in seeder.names}
+    if _marker(target) == sources:
+        return
+    with build_lock(target):  # concurrent runs: one reseeds, the others then find the marker
+        if _marker(target) == sources:
+            return
+        shutil.rmtree(target, ignore_errors=True)  # with what ir_datasets derived from the old files
+        seeder.write(home)
+        if home == ir_datasets_home():  # its docstore too, under the lock: a reader never sees half of one
+            import ir_datasets
+
+            store = ir_datasets.load(dataset_id).docs_store()
+            if hasattr(store, "build"):
+                store.build()
+        text = json.dumps(sources, indent=2, sort_keys=True)
+        atomic_write(target / MARKER, lambda handle: handle.write(text.encode("utf-8")))
+
+
+def _marker(target: Path) -> dict[str, str] | None:
+    try:
+        return json.loads((target / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None

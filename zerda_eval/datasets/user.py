@@ -5,7 +5,10 @@ BEIR (``format="beir"``): ``corpus.jsonl`` (``_id``, ``title``, ``text``), ``que
 to "test". TREC (``format="trec"``): ``corpus.jsonl`` or ``corpus.tsv`` (``id<TAB>text`` or
 ``id<TAB>title<TAB>text``), ``queries.jsonl`` or ``queries.tsv``, and 4-column TREC qrels in ``qrels``,
 ``qrels.txt`` or ``qrels.trec``; the options ``corpus``, ``queries``, ``qrels`` name other files.
-Every file must be UTF-8; any problem is a one-line error naming the file and line.
+Every file must be UTF-8; any problem is a one-line error naming the file and line: a field of the
+wrong type (``text`` and ``title`` are strings, ``_id`` a string or an integer), a missing ``text``,
+an id with whitespace (a TREC run file cannot hold it), a duplicate doc or query id, or a qrels pair
+judged twice with different grades (the same grade twice is kept once).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 
 from ir_datasets.formats import GenericDoc, GenericQuery, TrecQrel
 
-from zerda_eval.datasets.collection import Collection, build_collection
+from zerda_eval.datasets.collection import Collection, build_collection, check_id
 from zerda_eval.errors import ConfigError, DataFormatError, DatasetError
 
 FORMATS = ("beir", "trec")
@@ -37,28 +40,49 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
             yield number, line
 
 
-def _records(path: Path) -> Iterator[tuple[int, str, str]]:
-    """(line, id, text) of a JSONL (``_id``, optional ``title``, ``text``) or TSV file."""
+def _records(path: Path, kind: str) -> Iterator[tuple[int, str, str]]:
+    """(line, id, text) of a JSONL (``_id``, optional ``title``, ``text``) or TSV file of ``kind`` records."""
     for number, line in _lines(path):
+        where = f"{path}:{number}"
         if path.suffix == ".jsonl":
-            try:
-                row = json.loads(line)
-                fields = [str(row["_id"]), row.get("title") or "", row.get("text") or ""]
-            except (ValueError, KeyError, TypeError, AttributeError):
-                raise DataFormatError(f"{path}:{number}: expected a JSON object with '_id' and 'text'") from None
+            fields = _json_fields(line, where)
         else:
             fields = line.split("\t")
             if len(fields) == 2:
                 fields.insert(1, "")
             if len(fields) != 3:
-                raise DataFormatError(f"{path}:{number}: expected 'id<TAB>text' or 'id<TAB>title<TAB>text'")
-        yield number, fields[0], f"{fields[1]} {fields[2]}" if fields[1] else fields[2]
+                raise DataFormatError(f"{where}: expected 'id<TAB>text' or 'id<TAB>title<TAB>text'")
+        yield number, check_id(fields[0], kind, where), f"{fields[1]} {fields[2]}" if fields[1] else fields[2]
+
+
+def _json_fields(line: str, where: str) -> list[str]:
+    """``[_id, title, text]`` of one JSONL record, each checked for its type."""
+    try:
+        row = json.loads(line)
+    except ValueError:
+        raise DataFormatError(f"{where}: expected a JSON object with '_id' and 'text'") from None
+    if not isinstance(row, dict) or "_id" not in row or "text" not in row:
+        raise DataFormatError(f"{where}: expected a JSON object with '_id' and 'text'")
+    record_id, title, text = row["_id"], row.get("title"), row["text"]
+    if isinstance(record_id, bool) or not isinstance(record_id, str | int):
+        raise DataFormatError(f"{where}: '_id' must be a string, got {record_id!r}")
+    for key, value in (("title", title), ("text", text)):
+        if not isinstance(value, str) and (key == "text" or value is not None):
+            raise DataFormatError(f"{where}: '{key}' must be a string, got {type(value).__name__} {value!r}")
+    return [str(record_id), title or "", text or ""]
 
 
 def _queries(path: Path) -> list[GenericQuery]:
     """Queries of a file; an empty one is an error (a wrong key would otherwise score silently 0)."""
+    first_line: dict[str, int] = {}
     queries = []
-    for number, qid, text in _records(path):
+    for number, qid, text in _records(path, "query"):
+        if qid in first_line:
+            first = first_line[qid]
+            raise DataFormatError(
+                f"{path}:{number}: duplicate query id {qid!r} (first on line {first}); ids must be unique"
+            )
+        first_line[qid] = number
         if not text.strip():
             raise DataFormatError(f"{path}:{number}: query {qid!r} has no text; give it one or remove it")
         queries.append(GenericQuery(qid, text))
@@ -68,7 +92,7 @@ def _queries(path: Path) -> list[GenericQuery]:
 def _docs(path: Path) -> list[GenericDoc]:
     first_line: dict[str, int] = {}
     docs = []
-    for number, doc_id, text in _records(path):
+    for number, doc_id, text in _records(path, "doc"):
         if doc_id in first_line:
             raise DataFormatError(f"{path}:{number}: duplicate doc id {doc_id!r} (first on line {first_line[doc_id]})")
         first_line[doc_id] = number
@@ -81,6 +105,7 @@ def _docs(path: Path) -> list[GenericDoc]:
 def _qrels(path: Path, trec: bool, doc_ids: set[str], query_ids: set[str]) -> list[TrecQrel]:
     expected = "'qid iter docid relevance' (4 columns)" if trec else "'query-id<TAB>corpus-id<TAB>score'"
     rows = []
+    judged: dict[tuple[str, str], tuple[int, int]] = {}  # (qid, doc id) -> (grade, first line)
     for number, line in _lines(path):
         cols = line.split() if trec else line.split("\t")
         if not trec and number == 1 and cols[0] == "query-id":
@@ -91,7 +116,15 @@ def _qrels(path: Path, trec: bool, doc_ids: set[str], query_ids: set[str]) -> li
         for kind, value, known in (("query", qid, query_ids), ("doc", doc_id, doc_ids)):
             if value not in known:
                 raise DataFormatError(f"{path}:{number}: {kind} id {value!r} is not in the {kind} file")
-        rows.append(TrecQrel(qid, doc_id, int(cols[-1]), cols[1] if trec else "0"))
+        grade = int(cols[-1])
+        first = judged.setdefault((qid, doc_id), (grade, number))
+        if first[0] != grade:
+            raise DataFormatError(
+                f"{path}:{number}: query {qid!r} and doc {doc_id!r} are judged {grade} here and {first[0]} on "
+                f"line {first[1]}; keep one judgement per pair"
+            )
+        if first[1] == number:
+            rows.append(TrecQrel(qid, doc_id, grade, cols[1] if trec else "0"))
     return rows
 
 
@@ -103,26 +136,37 @@ def _pick(folder: Path, given: str | None, candidates: tuple[str, ...], what: st
     raise DatasetError(f"{folder}: no {what} file (looked for {', '.join(names)}); add it or name it with {what}=...")
 
 
-def load_user_collection(name: str, options: dict[str, Any]) -> Collection:
-    """Load the folder ``options["path"]`` in ``options["format"]`` (default "beir") as ``name``."""
+def source_files(name: str, options: dict[str, Any]) -> dict[str, Path]:
+    """The corpus, queries and qrels files the folder ``options["path"]`` is read from (``format``, default beir).
+
+    A file option (``corpus``, ``queries``, ``qrels``) may name a file outside the folder.
+    """
     folder = Path(options["path"]).expanduser()
-    fmt = options.setdefault("format", "beir")
+    fmt = options.get("format", "beir")
     if fmt not in FORMATS:
         raise ConfigError(f"dataset {name!r}: format={fmt!r} is invalid; use one of {', '.join(FORMATS)}")
     if not folder.is_dir():
         raise DatasetError(f"dataset {name!r}: folder {folder} does not exist; fix path=...")
-    trec = fmt == "trec"
-    if trec:
-        corpus = _pick(folder, options.get("corpus"), ("corpus.jsonl", "corpus.tsv"), "corpus")
-        queries_file = _pick(folder, options.get("queries"), ("queries.jsonl", "queries.tsv"), "queries")
-        qrels_file = _pick(folder, options.get("qrels"), ("qrels", "qrels.txt", "qrels.trec"), "qrels")
+    if fmt == "trec":
+        candidates = {
+            "corpus": ("corpus.jsonl", "corpus.tsv"),
+            "queries": ("queries.jsonl", "queries.tsv"),
+            "qrels": ("qrels", "qrels.txt", "qrels.trec"),
+        }
     else:
-        split = options.setdefault("split", "test")
-        corpus = _pick(folder, options.get("corpus"), ("corpus.jsonl",), "corpus")
-        queries_file = _pick(folder, options.get("queries"), ("queries.jsonl",), "queries")
-        qrels_file = _pick(folder, options.get("qrels"), (f"qrels/{split}.tsv",), "qrels")
-    docs = _docs(corpus)
-    queries = _queries(queries_file)
-    qrels = _qrels(qrels_file, trec, {d.doc_id for d in docs}, {q.query_id for q in queries})
+        split = options.get("split", "test")
+        candidates = {"corpus": ("corpus.jsonl",), "queries": ("queries.jsonl",), "qrels": (f"qrels/{split}.tsv",)}
+    return {what: _pick(folder, options.get(what), names, what) for what, names in candidates.items()}
+
+
+def load_user_collection(name: str, options: dict[str, Any]) -> Collection:
+    """Load the folder ``options["path"]`` in ``options["format"]`` (default "beir") as ``name``."""
+    files = source_files(name, options)
+    trec = options.setdefault("format", "beir") == "trec"
+    if not trec:
+        options.setdefault("split", "test")
+    docs = _docs(files["corpus"])
+    queries = _queries(files["queries"])
+    qrels = _qrels(files["qrels"], trec, {d.doc_id for d in docs}, {q.query_id for q in queries})
     language = options.pop("language", "en")
     return build_collection(name, language, docs, queries, qrels, options)

@@ -9,6 +9,7 @@ otherwise, rather than drawn wrongly. Dataset ids and system labels are ASCII in
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from zerda_eval import significance as sig
+from zerda_eval.cache import atomic_write_bytes
 from zerda_eval.compare import cells_of, index_per_query
 
 ARABIC = re.compile(r"[\u0600-\u06FF\u0750-\u077F\uFB50-\uFDFF\uFE70-\uFEFF]+")
@@ -55,8 +57,10 @@ def plot_label(text: str) -> str:
 def _save(fig: plt.Figure, out_dir: Path, name: str, caption: str) -> Figure:
     out_dir.mkdir(parents=True, exist_ok=True)
     png, svg = out_dir / f"{name}.png", out_dir / f"{name}.svg"
-    fig.savefig(png, dpi=DPI, bbox_inches="tight")
-    fig.savefig(svg, bbox_inches="tight")
+    for path, options in ((png, {"dpi": DPI}), (svg, {})):  # atomically: a failure leaves no truncated file
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format=path.suffix[1:], bbox_inches="tight", **options)
+        atomic_write_bytes(path, buffer.getvalue())
     plt.close(fig)
     return Figure(name, png, svg, caption)
 

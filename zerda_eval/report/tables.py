@@ -61,9 +61,11 @@ def _read_per_query(run_dir: Path, results: pd.DataFrame) -> pd.DataFrame:
     if path.exists():
         frame = pd.read_parquet(path)
     else:
+        from zerda_eval.runner import read_per_query_csv  # the runner owns the run-file formats
+
         parts = []
         for _, row in results.iterrows():
-            cell = pd.read_csv(run_dir / "cells" / str(row["cell_id"]) / "per_query.csv", dtype={"query_id": str})
+            cell = read_per_query_csv(run_dir / "cells" / str(row["cell_id"]) / "per_query.csv")
             parts.append(cell.assign(cell_id=row["cell_id"], dataset=row["dataset"], system=row["system"]))
         frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     if frame.empty:

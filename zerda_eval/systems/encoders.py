@@ -31,18 +31,21 @@ EMBEDDER_PARAMS = {
 }
 
 
-_SHARED: dict[tuple, CorpusVectors] = {}
+_SHARED: dict[tuple, tuple[CorpusVectors, float]] = {}  # vectors and their from-scratch cost (s)
 
 
 def corpus_vectors(embedder_name: str, dim: int, texts: Sequence[str], cache_dir: Path | None) -> CorpusVectors:
     """``CorpusVectors`` shared within the process by the systems of one corpus (LSA fits once, not per cell)."""
+    from zerda_eval.cache import costed, record_build
     from zerda_eval.embedding_cache import texts_sha256
 
     key = (embedder_name, dim, texts_sha256(texts), cache_dir)
     if key not in _SHARED:
         _SHARED.clear()  # keep one corpus's vectors: a grid runs dataset by dataset
-        _SHARED[key] = CorpusVectors(embedder_name, dim, texts, cache_dir)
-    return _SHARED[key]
+        _SHARED[key] = costed(lambda: CorpusVectors(embedder_name, dim, texts, cache_dir))
+    else:  # reused in memory: the cell's index_build_s still counts what the vectors cost from scratch
+        record_build(_SHARED[key][1], 0.0)
+    return _SHARED[key][0]
 
 
 @contextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -46,13 +47,46 @@ def test_vaswani_is_written_in_the_glasgow_layout(tmp_path):
     assert qrels[0].split("\n")[0] == "1" and qrels[0].split()[1] == "1239"
 
 
-def test_existing_files_are_left_alone_and_unknown_ids_are_not_seeded(tmp_path):
+def test_a_folder_seeded_from_other_files_is_reseeded_whole(tmp_path, shared):
+    """A file ir_datasets reads that is not what the bundled source gives is replaced, with its derivatives."""
     mine = tmp_path / "cranfield" / "qrels.txt"
-    mine.parent.mkdir(parents=True)
+    derived = tmp_path / "cranfield" / "docs.pklz4" / "bin"
+    derived.parent.mkdir(parents=True)
     mine.write_text("1 184 2\n")
+    derived.write_bytes(b"a docstore built from other files")
     seed_cache("cranfield", home=tmp_path)
-    assert mine.read_text() == "1 184 2\n" and (tmp_path / "cranfield" / "docs.txt").exists()
+    assert mine.read_bytes() == (shared / "cranfield" / "cranqrel").read_bytes()
+    assert not derived.exists() and (tmp_path / "cranfield" / "docs.txt").exists()
     assert not seed_cache("xquad/ar", home=tmp_path) and not seed_cache("beir/nfcorpus", home=tmp_path)
+
+
+def test_an_edited_source_file_reseeds_and_an_unchanged_one_does_not(tmp_path, shared, monkeypatch):
+    data = tmp_path / "data"
+    shutil.copytree(shared / "cranfield", data / "cranfield")
+    monkeypatch.setenv("ZERDA_EVAL_DATA", str(data))
+    home = tmp_path / "home"
+    seed_cache("cranfield", home=home)
+    seeded = home / "cranfield" / "qrels.txt"
+    derived = home / "cranfield" / "docs.pklz4"
+    derived.mkdir()
+    inode = seeded.stat().st_ino
+    seed_cache("cranfield", home=home)
+    assert seeded.stat().st_ino == inode and derived.exists()  # same sources: nothing rewritten
+    (data / "cranfield" / "cranqrel").write_text("1 184 2\n", encoding="utf-8")
+    seed_cache("cranfield", home=home)
+    assert seeded.read_text() == "1 184 2\n" and not derived.exists()
+
+
+def test_seeded_files_follow_the_umask(tmp_path):
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        seed_cache("cranfield", home=tmp_path)
+    finally:
+        os.umask(old)
+    for path in (tmp_path / "cranfield").iterdir():
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644, path
 
 
 def test_home_is_the_folder_ir_datasets_reads(monkeypatch, tmp_path):

@@ -85,7 +85,7 @@ def test_qrels_naming_an_unknown_doc(beir_folder):
 def test_duplicate_doc_ids(tmp_path):
     _write(
         tmp_path / "corpus.jsonl",
-        _jsonl([{"_id": "a", "text": "x"}, {"_id": "b", "text": "y"}, {"_id": "a"}]),
+        _jsonl([{"_id": "a", "text": "x"}, {"_id": "b", "text": "y"}, {"_id": "a", "text": "z"}]),
     )
     _write(tmp_path / "queries.jsonl", _jsonl([{"_id": "q", "text": "x"}]))
     _write(tmp_path / "qrels" / "test.tsv", "q\ta\t1\n")
