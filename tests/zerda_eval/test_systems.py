@@ -186,7 +186,10 @@ def test_misspelt_param_suggests_the_right_name() -> None:
         ("zerda.keyword", {"k1": "1.2"}),
         ("zerda.keyword", {"engine": "turbo"}),
         ("zerda.vector", {"dim": 100}),
-        ("zerda.keyword", {"engine": "reference", "normalization": "light"}),
+        ("zerda.keyword", {"stemmer": "klingon"}),
+        ("zerda.keyword", {"stopwords": "french"}),
+        ("zerda.vector", {"stemmer": "english"}),  # wordllama tokenizes itself: a stemmer would be ignored
+        ("pipeline.dense", {"stopwords": "english"}),
         ("pipeline.hybrid", {"weights": [1.0, 1.0, 1.0]}),
         ("pipeline.routed", {"router": "keyword"}),
         ("zerda.keyword", {"no_answer_threshold": math.nan}),
