@@ -11,12 +11,13 @@ import argparse
 import logging
 import sys
 import traceback
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zerda_eval import __version__
-from zerda_eval.errors import ConfigError, ZerdaEvalError
+from zerda_eval.errors import ConfigError, ZerdaEvalError, ZerdaEvalWarning
 
 if TYPE_CHECKING:
     from zerda_eval.distributed import Scheduler
@@ -57,6 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)  # argparse exits with 2 on usage errors
     if not args.verbose:  # libraries' log lines (ir_datasets' download retries) would bury our one line
         logging.disable(logging.WARNING)
+    warnings.formatwarning = _one_line_warning
     try:
         return COMMANDS[args.command](args)
     except ZerdaEvalError as exc:
@@ -72,6 +74,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         traceback.print_exc()
         print("zerda-eval: internal error (a bug); please report it with the traceback above", file=sys.stderr)
         return EXIT_ERROR
+
+
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+    """Our own warnings (``ZerdaEvalWarning``) as one line; others in Python's usual form."""
+    if issubclass(category, ZerdaEvalWarning):
+        return f"zerda-eval: warning: {message}\n"
+    return _PYTHON_FORMATWARNING(message, category, filename, lineno, line)
+
+
+_PYTHON_FORMATWARNING = warnings.formatwarning
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -183,8 +183,6 @@ def resolve_experiment(raw: Mapping[str, Any], source: str) -> Experiment:
 
 def _dataset(entry: Any, where: str) -> dict[str, Any]:
     from zerda_eval.datasets import BUNDLED_IDS
-    from zerda_eval.datasets.protocols import resolve_options
-    from zerda_eval.datasets.user import USER_OPTIONS
 
     if not isinstance(entry, dict):
         raise ConfigError(f'{where}: each [[datasets]] entry must be a table with id = "..."')
@@ -193,23 +191,25 @@ def _dataset(entry: Any, where: str) -> dict[str, Any]:
     if max_queries is not None:
         _positive_int(max_queries, f"{where}.max_queries")
     try:
-        return _dataset_options(entry, given, max_queries, BUNDLED_IDS, USER_OPTIONS, resolve_options, where)
+        return _dataset_options(entry, given, max_queries, BUNDLED_IDS, where)
     except ConfigError as exc:
         message = str(exc)
         raise ConfigError(message if message.startswith(where.split(":")[0]) else f"{where}: {message}") from None
 
 
-def _dataset_options(entry, given, max_queries, bundled, user_options, resolve_options, where) -> dict[str, Any]:
+def _dataset_options(entry, given, max_queries, bundled, where) -> dict[str, Any]:
+    from zerda_eval.datasets.protocols import dataset_options  # what the loader applies, recorded as is
+
     if "path" in given:
         dataset_id = _string(entry.get("name") or entry.get("id") or Path(str(given["path"])).name, f"{where}.name")
-        options = resolve_options(dataset_id, given, extra=user_options)
+        options = dataset_options(dataset_id, given, bundled=False)
         options["fingerprint"] = _folder_fingerprint(Path(str(given["path"])), where)
     else:
         if "id" not in entry:
             raise ConfigError(f"{where}: missing key 'id' (a dataset id such as \"beir/scifact/test\") or 'path'")
         dataset_id = _string(entry["id"], f"{where}.id")
         _check_dataset_id(dataset_id, bundled, where)
-        options = resolve_options(dataset_id, given, extra=() if dataset_id in bundled else ("language",))
+        options = dataset_options(dataset_id, given, bundled=dataset_id in bundled)
     return {
         "label": dataset_id,
         "id": dataset_id,

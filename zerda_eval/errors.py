@@ -30,6 +30,10 @@ class RunError(ZerdaEvalError):
     """A grid cell failed for a reason the user can act on (bad embedder output, unwritable output dir)."""
 
 
+class ZerdaEvalWarning(UserWarning):
+    """Something the user should know about a run that is not an error (the CLI prints it on one line)."""
+
+
 def did_you_mean(value: str, allowed: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the closest allowed value, or an empty string."""
     matches = difflib.get_close_matches(value, list(allowed), n=1, cutoff=0.6)

@@ -37,8 +37,11 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
             yield number, line
 
 
-def _records(path: Path) -> Iterator[tuple[int, str, str]]:
-    """(line, id, text) of a JSONL (``_id``, optional ``title``, ``text``) or TSV file."""
+def _records(path: Path, title: bool = True) -> Iterator[tuple[int, str, str]]:
+    """(line, id, text) of a JSONL (``_id``, optional ``title``, ``text``) or TSV file.
+
+    The text is title + " " + text when there is a title (BEIR's convention), the text alone with ``title=False``.
+    """
     for number, line in _lines(path):
         if path.suffix == ".jsonl":
             try:
@@ -52,7 +55,7 @@ def _records(path: Path) -> Iterator[tuple[int, str, str]]:
                 fields.insert(1, "")
             if len(fields) != 3:
                 raise DataFormatError(f"{path}:{number}: expected 'id<TAB>text' or 'id<TAB>title<TAB>text'")
-        yield number, fields[0], f"{fields[1]} {fields[2]}" if fields[1] else fields[2]
+        yield number, fields[0], f"{fields[1]} {fields[2]}" if fields[1] and title else fields[2]
 
 
 def _queries(path: Path) -> list[GenericQuery]:
@@ -65,10 +68,10 @@ def _queries(path: Path) -> list[GenericQuery]:
     return queries
 
 
-def _docs(path: Path) -> list[GenericDoc]:
+def _docs(path: Path, title: bool = True) -> list[GenericDoc]:
     first_line: dict[str, int] = {}
     docs = []
-    for number, doc_id, text in _records(path):
+    for number, doc_id, text in _records(path, title):
         if doc_id in first_line:
             raise DataFormatError(f"{path}:{number}: duplicate doc id {doc_id!r} (first on line {first_line[doc_id]})")
         first_line[doc_id] = number
@@ -121,7 +124,7 @@ def load_user_collection(name: str, options: dict[str, Any]) -> Collection:
         corpus = _pick(folder, options.get("corpus"), ("corpus.jsonl",), "corpus")
         queries_file = _pick(folder, options.get("queries"), ("queries.jsonl",), "queries")
         qrels_file = _pick(folder, options.get("qrels"), (f"qrels/{split}.tsv",), "qrels")
-    docs = _docs(corpus)
+    docs = _docs(corpus, options.get("title", True))
     queries = _queries(queries_file)
     qrels = _qrels(qrels_file, trec, {d.doc_id for d in docs}, {q.query_id for q in queries})
     language = options.pop("language", "en")
