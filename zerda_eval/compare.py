@@ -221,6 +221,8 @@ def compare_to_baseline(results: pd.DataFrame, per_query: pd.DataFrame, spec: Co
             if cell["cell_id"] == base_cell:
                 continue
             for measure in measures:
+                if (base_cell, measure) not in lookup:  # not measured on this dataset (its own measures)
+                    continue
                 aligned = sig.align(lookup.get((base_cell, measure), {}), lookup.get((cell["cell_id"], measure), {}))
                 rows.append(
                     {
@@ -320,6 +322,8 @@ def rrf_order_study(
         fixed = read_trec(Path(run_dir) / "cells" / pair[FIXED] / "run.trec")
         changed, tau = ranking_agreement(documented, fixed, spec.rrf_order_depth)
         for measure in measures:
+            if (pair[AS_DOCUMENTED], measure) not in lookup:  # not measured on this dataset
+                continue
             aligned = sig.align(lookup.get((pair[AS_DOCUMENTED], measure), {}), lookup.get((pair[FIXED], measure), {}))
             if measure == measures[0]:
                 deltas_by_dataset.setdefault(pair["dataset"], []).append(
