@@ -96,3 +96,44 @@ def test_no_answer_drop_is_applied_by_the_loader() -> None:
     assert set(dropped.queries) == set(rule.queries) - rule.no_answer_qids
     assert all(NO_ANSWER_ID not in docs for docs in dropped.qrels.values())
     assert dropped.options["no_answer"] == "drop"
+
+
+def test_the_cli_prints_the_warning_on_one_line_and_the_result_records_the_count(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    folder = _folder(tmp_path / "cli-lib", "query-id\tcorpus-id\tscore\n1\t1\t1\n2\t2\t1\n")
+    config = tmp_path / "lib.toml"
+    config.write_text(
+        f"""
+[experiment]
+name = "lib"
+output_dir = "{tmp_path / "runs"}"
+cache_dir = "{tmp_path / "cache"}"
+depth = 10
+measures = ["ndcg@10"]
+
+[[datasets]]
+name = "cli-lib"
+path = "{folder}"
+
+[[systems]]
+name = "bm25"
+family = "zerda.keyword"
+""",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "zerda_eval", "run", str(config), "--no-report"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if "warning" in line.lower()]
+    assert len(lines) == 1 and lines[0].startswith("zerda-eval: warning: cli-lib: 2 judged pair(s)")
+    (result,) = (tmp_path / "runs" / "cells").glob("*/result.json")
+    recorded = json.loads(result.read_text(encoding="utf-8"))
+    assert recorded["stats"]["self_judged_pairs_filtered"] == 2
+    assert recorded["config"]["dataset"]["options"]["ignore_identical_ids"] is True
