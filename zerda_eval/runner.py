@@ -164,7 +164,7 @@ def results_table(results: list[Mapping[str, Any]]) -> pd.DataFrame:
                 "params": canonical_json(part["params"]),
                 "cell_id": result["cell_id"],
                 **{m: means[m] for m in ordered},
-                **{k: result["efficiency"][k] for k in EFFICIENCY_COLUMNS},
+                **{k: result["efficiency"].get(k) for k in EFFICIENCY_COLUMNS},  # None: a cell from before the column
             }
         )
     return pd.DataFrame(rows)
