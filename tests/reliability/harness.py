@@ -27,7 +27,9 @@ QUERIES = {"q1": "fennec fox ears", "q2": "water in the desert oasis", "q3": "wh
 QRELS = {"q1": {"d6": 2, "d1": 1}, "q2": {"d3": 2, "d7": 1, "d2": 1}, "q3": {"d5": 2}}
 TIMING_COLUMNS = {
     "index_time_s",
+    "index_time_parallel_s",
     "latency_mean_ms",
+    "latency_parallel_mean_ms",
     "latency_p50_ms",
     "latency_p95_ms",
     "latency_p99_ms",
