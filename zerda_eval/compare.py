@@ -96,6 +96,9 @@ def parse_compare(table: Mapping[str, Any], where: str) -> CompareSpec:
     depth = rrf_order.get("depth", TOP_DEPTH)
     if not (isinstance(depth, int) and depth >= 1):
         raise ConfigError(f"{where}: study.rrf_order.depth must be an integer >= 1, got {depth!r}")
+    study_system = system_name(rrf_order.get("system"), "study.rrf_order.system")
+    if study_system is not None and names:
+        _check_rrf_order_axis(table, study_system, where)
     return CompareSpec(
         baseline=system_name(compare.get("baseline"), "compare.baseline"),
         measures=tuple(measures) if measures is not None else None,
@@ -104,9 +107,34 @@ def parse_compare(table: Mapping[str, Any], where: str) -> CompareSpec:
         alpha=float(alpha),
         n_permutations=n_permutations,
         seed=int(compare.get("seed", table.get("experiment", {}).get("seed", sig.DEFAULT_SEED))),
-        rrf_order_system=system_name(rrf_order.get("system"), "study.rrf_order.system"),
+        rrf_order_system=study_system,
         rrf_order_depth=depth,
     )
+
+
+def _rrf_orders(entry: Mapping[str, Any]) -> set[Any]:
+    """The ``rrf_order`` values a ``[[systems]]`` entry runs: from its grid and params (as written), or from
+    its variants (a resolved config, as ``experiment.json`` holds it)."""
+    if "variants" in entry:
+        return {variant.get("params", {}).get("rrf_order") for variant in entry["variants"]}
+    params, grid = entry.get("params", {}), entry.get("grid", {})
+    values = {params["rrf_order"]} if isinstance(params, Mapping) and "rrf_order" in params else set()
+    if isinstance(grid, Mapping) and isinstance(grid.get("rrf_order"), list):
+        values.update(grid["rrf_order"])
+    elif isinstance(grid, list):
+        values.update(combo.get("rrf_order") for combo in grid if isinstance(combo, Mapping))
+    return values
+
+
+def _check_rrf_order_axis(table: Mapping[str, Any], name: str, where: str) -> None:
+    """The study pairs cells differing only in ``rrf_order``: its system must run both orders."""
+    systems = {entry.get("name"): entry for entry in table.get("systems", []) if isinstance(entry, Mapping)}
+    if name not in systems or not {AS_DOCUMENTED, FIXED} <= _rrf_orders(systems[name]):
+        raise ConfigError(
+            f"{where}: study.rrf_order.system {name!r} has no rrf_order grid axis with both {AS_DOCUMENTED!r} and "
+            f"{FIXED!r}, so the study would pair nothing; give a zerda.hybrid system "
+            f'grid = {{ rrf_order = ["{AS_DOCUMENTED}", "{FIXED}"] }}'
+        )
 
 
 def cells_of(results: pd.DataFrame, name: str) -> pd.DataFrame:
@@ -193,6 +221,8 @@ def compare_to_baseline(results: pd.DataFrame, per_query: pd.DataFrame, spec: Co
             if cell["cell_id"] == base_cell:
                 continue
             for measure in measures:
+                if (base_cell, measure) not in lookup:  # not measured on this dataset (its own measures)
+                    continue
                 aligned = sig.align(lookup.get((base_cell, measure), {}), lookup.get((cell["cell_id"], measure), {}))
                 rows.append(
                     {
@@ -292,6 +322,8 @@ def rrf_order_study(
         fixed = read_trec(Path(run_dir) / "cells" / pair[FIXED] / "run.trec")
         changed, tau = ranking_agreement(documented, fixed, spec.rrf_order_depth)
         for measure in measures:
+            if (pair[AS_DOCUMENTED], measure) not in lookup:  # not measured on this dataset
+                continue
             aligned = sig.align(lookup.get((pair[AS_DOCUMENTED], measure), {}), lookup.get((pair[FIXED], measure), {}))
             if measure == measures[0]:
                 deltas_by_dataset.setdefault(pair["dataset"], []).append(

@@ -31,7 +31,7 @@ from zerda_eval.measures import DEFAULT_MEASURES, TIE_BREAK, is_measure
 
 TOP_LEVEL_KEYS = ("experiment", "datasets", "systems", "fusions", "compare", "study")
 EXPERIMENT_KEYS = ("name", "description", "output_dir", "seed", "depth", "measures", "cache_dir")
-DATASET_KEYS = ("id", "name", "max_queries")  # every other key is a protocol option of load_collection
+DATASET_KEYS = ("id", "name", "max_queries", "measures")  # every other key is a protocol option of load_collection
 SYSTEM_KEYS = ("name", "family", "params", "grid")
 FUSION_KEYS = ("name", "inputs", "method", "params", "grid")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -161,6 +161,10 @@ def resolve_experiment(raw: Mapping[str, Any], source: str) -> Experiment:
         "versions": library_versions(),
     }
     datasets = [_dataset(entry, f"{source}: datasets[{i}]") for i, entry in enumerate(_array(raw, "datasets", source))]
+    for i, (dataset, entry) in enumerate(zip(datasets, raw["datasets"], strict=True)):
+        dataset["measures"] = _dataset_measures(
+            dataset, entry.get("measures"), measures, depth, f"{source}: datasets[{i}]"
+        )
     _unique([d["label"] for d in datasets], f"{source}: datasets", "dataset")
     systems = [_system(entry, f"{source}: systems[{i}]") for i, entry in enumerate(_array(raw, "systems", source))]
     _unique([s["name"] for s in systems], f"{source}: systems", "system name")
@@ -196,7 +200,6 @@ def resolve_experiment(raw: Mapping[str, Any], source: str) -> Experiment:
 
 def _dataset(entry: Any, where: str) -> dict[str, Any]:
     from zerda_eval.datasets import BUNDLED_IDS
-    from zerda_eval.datasets.protocols import resolve_options
     from zerda_eval.datasets.user import USER_OPTIONS
 
     if not isinstance(entry, dict):
@@ -208,22 +211,24 @@ def _dataset(entry: Any, where: str) -> dict[str, Any]:
     if max_queries is not None:
         _positive_int(max_queries, f"{where}.max_queries")
     try:
-        return _dataset_options(entry, given, max_queries, BUNDLED_IDS, USER_OPTIONS, resolve_options, where)
+        return _dataset_options(entry, given, max_queries, BUNDLED_IDS, where)
     except ConfigError as exc:
         message = str(exc)
         raise ConfigError(message if message.startswith(where.split(":")[0]) else f"{where}: {message}") from None
 
 
-def _dataset_options(entry, given, max_queries, bundled, user_options, resolve_options, where) -> dict[str, Any]:
+def _dataset_options(entry, given, max_queries, bundled, where) -> dict[str, Any]:
+    from zerda_eval.datasets.protocols import dataset_options  # what the loader applies, recorded as is
+
     if "path" in given:
         dataset_id = _string(entry.get("name") or entry.get("id") or Path(str(given["path"])).name, f"{where}.name")
-        options = resolve_options(dataset_id, given, extra=user_options)
+        options = dataset_options(dataset_id, given, bundled=False)
     else:
         if "id" not in entry:
             raise ConfigError(f"{where}: missing key 'id' (a dataset id such as \"beir/scifact/test\") or 'path'")
         dataset_id = _string(entry["id"], f"{where}.id")
         _check_dataset_id(dataset_id, bundled, where)
-        options = resolve_options(dataset_id, given, extra=() if dataset_id in bundled else ("language",))
+        options = dataset_options(dataset_id, given, bundled=dataset_id in bundled)
     from zerda_eval.datasets.fingerprint import content_fingerprint
 
     return {
@@ -309,6 +314,7 @@ def _cells(datasets: list, systems: list, fusions: list, common: dict, source: s
     cells: list[CellSpec] = []
     for dataset in datasets:
         ds = {k: dataset[k] for k in ("id", "given", "options", "max_queries", "content")}
+        common = {**common, "measures": dataset["measures"]}
         by_name: dict[str, list[CellSpec]] = {}
         for system in systems:
             for variant in system["variants"]:
@@ -399,8 +405,8 @@ def _label(name: str, combo: dict[str, Any]) -> str:
     return f"{name}[{','.join(parts)}]"
 
 
-def _measures(value: Any, depth: int, source: str) -> list[str]:
-    where = f"{source}: [experiment].measures"
+def _measures(value: Any, depth: int, source: str, where: str | None = None) -> list[str]:
+    where = where or f"{source}: [experiment].measures"
     if not isinstance(value, list) or not value or not all(isinstance(m, str) for m in value):
         raise ConfigError(f'{where}: give a non-empty list of measure names such as "ndcg@10"')
     for measure in value:
@@ -416,6 +422,21 @@ def _measures(value: Any, depth: int, source: str) -> list[str]:
             raise ConfigError(f"{where}: {measure} needs a run of depth >= {cutoff}; raise [experiment].depth")
     _unique(value, where, "measure")
     return list(value)
+
+
+def _dataset_measures(dataset: dict, own: Any, measures: list[str], depth: int, where: str) -> list[str]:
+    """The measures of one dataset: its own ``measures`` or the experiment's, none deeper than its run depth
+    (Qur'an QA cuts runs at 10: a recall@100 there would be a depth-10 number), plus its official measures."""
+    chosen = measures if own is None else _measures(own, depth, where.split(":")[0], f"{where}.measures")
+    run_depth = dataset["options"].get("run_depth")
+    for measure in chosen:
+        if run_depth is not None and int(measure.split("@")[1]) > run_depth:
+            raise ConfigError(
+                f"{where}: measure {measure} is deeper than the run depth {run_depth} of dataset {dataset['label']!r} "
+                f"(its runs are cut at {run_depth}); give this dataset measures = [...] at most @{run_depth}"
+            )
+    official = [m for m in dataset["options"].get("official_measures", []) if m not in chosen]
+    return [*chosen, *official]
 
 
 def _check_keys(table: Mapping[str, Any], allowed: tuple[str, ...], where: str, kind: str) -> None:

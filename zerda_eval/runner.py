@@ -11,7 +11,9 @@ cell at a time: ``cache.cell_lock``). The results tables are rebuilt from every 
 experiment on every run, so a partial run (``--only``) never shrinks them.
 
 Latency: each query is searched alone and timed with ``time.perf_counter`` after one untimed
-warm-up query (first-call costs: caches, lazy imports, numba kernels).
+warm-up query (first-call costs: caches, lazy imports, numba kernels). A fusion cell's latency and
+index time include its inputs' (``measures.Efficiency``); its inputs' per-query latencies are read
+from their ``result.json`` (``stats["latency_ms"]``).
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from zerda_eval.cache import (
 from zerda_eval.config import CellSpec, Experiment, canonical_json
 from zerda_eval.distributed import Executor, run_serially
 from zerda_eval.errors import DataFormatError, DatasetError, RunError, ZerdaEvalWarning
-from zerda_eval.measures import Efficiency, evaluate_collection, tie_break, warm_up_ranx
+from zerda_eval.measures import Efficiency, RssWindow, evaluate_collection, tie_break, warm_up_ranx
 
 RUN_TAG = "zerda-eval"
 BUILD_COLUMN = "index_build_s"  # from-scratch cost of the index; index_time_s is this run's wall time
@@ -349,43 +351,72 @@ def _collection(dataset: Mapping[str, Any]) -> tuple[Any, list[str]]:
 def _search(
     cell: CellSpec, collection: Any, queries: dict[str, str], cache_dir: Path | None, progress: bool
 ) -> tuple[dict, Efficiency, dict]:
+    """Index and search, timed; the per-query latencies (ms) go into the stats for fusions to add up."""
     from zerda_eval.systems import build_system
 
     spec = cell.config["system"]
     system = build_system(spec["family"], spec["params"])
     depth = cell.config["depth"]
+    memory = RssWindow()
     start = time.perf_counter()
     system.index(collection, cache_dir)
     index_time = time.perf_counter() - start
     if queries:
         first = next(iter(queries))
         system.search({first: queries[first]}, depth)  # warm-up, not timed
-    run, latencies = {}, []
+    run, latencies = {}, {}
     for qid, text in tqdm(queries.items(), desc=cell.label, unit="q", leave=False, disable=not progress):
         start = time.perf_counter()
         run.update(system.search({qid: text}, depth))
-        latencies.append(time.perf_counter() - start)
-    return run, Efficiency.from_timings(index_time, latencies), system.stats
+        latencies[qid] = time.perf_counter() - start
+    efficiency = Efficiency.from_timings(index_time, list(latencies.values()), memory.peak_mb())
+    stats = {
+        **system.stats,
+        "peak_rss_scope": memory.scope,
+        "latency_ms": {qid: seconds * 1000.0 for qid, seconds in latencies.items()},
+    }
+    if collection.options.get("ignore_identical_ids") and collection.self_judged_pairs:
+        stats["self_judged_pairs_filtered"] = collection.self_judged_pairs
+    return run, efficiency, stats
 
 
 def _fuse(cell: CellSpec, output_dir: Path, queries: dict[str, str]) -> tuple[dict, Efficiency, dict]:
+    """Fuse the inputs' runs; costs include the inputs' (summed, and the slowest one as "parallel")."""
     from zerda_eval.fusion import fuse_runs
 
-    runs = []
+    memory = RssWindow()
+    runs, inputs = [], []
     for input_id in cell.inputs:
         path = cell_dir(output_dir, input_id) / "run.trec"
-        if load_result(output_dir, input_id) is None:
+        result = load_result(output_dir, input_id)
+        if result is None:
             raise RunError(f"fusion {cell.label!r}: input cell {input_id} has no finished run; rerun without --only")
+        if "latency_ms" not in result.get("stats", {}):
+            raise RunError(
+                f"fusion {cell.label!r}: input cell {input_id} has no per-query latencies (written by an older "
+                "version); rerun with --force"
+            )
         runs.append(read_trec(path))
+        inputs.append(result)
     spec = cell.config["fusion"]
     params = {k: v for k, v in spec["params"].items() if k != "method"}
-    run, latencies = {}, []
+    run, serial, parallel = {}, [], []
     for qid in queries:
         start = time.perf_counter()
         fused = fuse_runs(spec["method"], [{qid: r.get(qid, [])} for r in runs], **params)
-        latencies.append(time.perf_counter() - start)
+        fusing = time.perf_counter() - start
         run[qid] = fused.get(qid, [])
-    return run, Efficiency.from_timings(0.0, latencies), {}
+        own = [result["stats"]["latency_ms"].get(qid, 0.0) / 1000.0 for result in inputs]
+        serial.append(sum(own) + fusing)
+        parallel.append(max(own) + fusing)
+    index_times = [result["efficiency"]["index_time_s"] for result in inputs]
+    peak = max([memory.peak_mb()] + [result["efficiency"]["peak_rss_mb"] for result in inputs])
+    efficiency = Efficiency.from_timings(sum(index_times), serial, peak, max(index_times), parallel)
+    stats = {
+        "peak_rss_scope": "largest input cell or the fusing step",
+        "latency_ms": {qid: seconds * 1000.0 for qid, seconds in zip(queries, serial, strict=True)},
+    }
+    return run, efficiency, stats
 
 
 def _finish_run(run: Mapping[str, list], collection: Any, depth: int) -> dict[str, list[tuple[str, float]]]:

@@ -2,8 +2,8 @@
 
 ``tokenize`` is the zerda seed's reference tokenizer, exactly as documented:
 ``re.findall(r"[\\w\\u0600-\\u06FF]{2,}", text.lower())``. Every BM25 in ``retrieval`` uses it.
-``analyzer`` builds variants for the harness's own systems (Arabic light normalisation,
-stemming); it never changes ``tokenize`` itself.
+``analyzer`` builds variants for the harness's own systems (Arabic light normalisation, stopword
+removal, stemming); it never changes ``tokenize`` itself.
 """
 
 from __future__ import annotations
@@ -45,29 +45,62 @@ def normalize_arabic(text: str) -> str:
     return text.translate(_ARABIC_LETTER_FORMS)
 
 
+NO_STEMMER = "none"
+NO_STOPWORDS = "none"
+
+
+def stemmer_languages() -> tuple[str, ...]:
+    """Every PyStemmer (Snowball) language, e.g. ``"english"``, ``"arabic"``, ``"porter"``."""
+    import Stemmer  # PyStemmer: small C extension, imported only when stemming is asked about
+
+    return tuple(Stemmer.algorithms())
+
+
 @cache
 def _stemmer(language: str):
-    import Stemmer  # PyStemmer: optional, imported only when a stemmed analyzer is asked for
+    import Stemmer
 
     return Stemmer.Stemmer(language)
 
 
-def analyzer(normalization: str = "none", stemmer: str | None = None) -> Callable[[str], list[str]]:
-    """Return a text -> tokens function: optional Arabic normalisation, the seed tokenizer, optional stemming.
+@cache
+def stopword_set(name: str) -> frozenset[str]:
+    """The tokens the stopword list ``name`` removes: each word tokenized, plus its light-normalised form.
 
-    ``stemmer`` is a PyStemmer (Snowball) language name such as ``"english"`` or ``"arabic"``.
-    ``analyzer()`` with no arguments is ``tokenize`` itself.
+    Both spellings are kept so that "إلى" and "الى" go whether or not the text is normalised.
+    """
+    from retrieval.core.stopwords import stopword_list
+
+    words = stopword_list(name)
+    return frozenset(tokenize(" ".join(words))) | frozenset(tokenize(normalize_arabic(" ".join(words))))
+
+
+def analyzer(
+    normalization: str = "none", stemmer: str | None = None, stopwords: str | None = None
+) -> Callable[[str], list[str]]:
+    """Return a text -> tokens function wrapping the seed tokenizer (which itself never changes).
+
+    Steps: optional Arabic light normalisation of the text, the seed ``tokenize``, removal of the
+    named stopword list's tokens (``retrieval.core.stopwords``), then Snowball stemming. ``stemmer`` is
+    a PyStemmer language (``stemmer_languages()``); ``None`` or ``"none"`` means no stemming, and
+    likewise for ``stopwords`` (TOML has no null). ``analyzer()`` with no arguments is ``tokenize``.
     """
     if normalization not in NORMALIZATIONS:
         raise ValueError(f"unknown normalization {normalization!r}; use one of {', '.join(NORMALIZATIONS)}")
-    if normalization == "none" and stemmer is None:
+    stemmer = None if stemmer == NO_STEMMER else stemmer
+    stopwords = None if stopwords == NO_STOPWORDS else stopwords
+    if stemmer is not None and stemmer not in stemmer_languages():
+        raise ValueError(f"unknown stemmer {stemmer!r}; use 'none' or a PyStemmer language such as 'english'")
+    if normalization == "none" and stemmer is None and stopwords is None:
         return tokenize
     stem = _stemmer(stemmer).stemWords if stemmer else None
+    stop = stopword_set(stopwords) if stopwords else None
+    light = normalization == "light"
 
     def analyze(text: str) -> list[str]:
-        if normalization == "light":
-            text = normalize_arabic(text)
-        tokens = tokenize(text)
+        tokens = tokenize(normalize_arabic(text) if light else text)
+        if stop is not None:
+            tokens = [token for token in tokens if token not in stop]
         return stem(tokens) if stem else tokens
 
     return analyze

@@ -25,7 +25,7 @@ def _bm25_okapi() -> Any:
 
 
 class SparseRetriever:
-    """BM25 retrieval with ``BM25Okapi`` (k1=1.5, b=0.75, epsilon=0.25, the package defaults).
+    """BM25 retrieval with ``BM25Okapi`` (``k1``, ``b``; default 1.5, 0.75, epsilon=0.25: the package defaults).
 
     - Tokens: ``tokenize_fn`` (default ``retrieval.core.tokenize``) on documents and queries.
     - ``score`` = BM25 / the best BM25 of the query, so the top item scores 1.0; the raw value is in
@@ -39,8 +39,12 @@ class SparseRetriever:
         self,
         tokenize_fn: Callable[[str], list[str]] | None = None,
         tokenizer: Tokenizer | None = None,
+        k1: float = 1.5,
+        b: float = 0.75,
     ) -> None:
         self.tokenize_fn = tokenize_fn or tokenize
+        self.k1 = k1
+        self.b = b
         self.tokenizer = tokenizer or RegexTokenCounter()
         self._items: list[ContextItem] = []
         self._bm25: Any = None
@@ -51,7 +55,7 @@ class SparseRetriever:
         if not items:
             raise RetrieverError("SparseRetriever.index got no items; BM25 needs at least one document")
         self._items = [with_token_count(item, self.tokenizer) for item in items]
-        self._bm25 = bm25_okapi([self.tokenize_fn(item.content) for item in self._items])
+        self._bm25 = bm25_okapi([self.tokenize_fn(item.content) for item in self._items], k1=self.k1, b=self.b)
         return len(self._items)
 
     def retrieve(self, query: QueryBundle, top_k: int = 10) -> list[ContextItem]:

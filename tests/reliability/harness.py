@@ -28,7 +28,9 @@ QRELS = {"q1": {"d6": 2, "d1": 1}, "q2": {"d3": 2, "d7": 1, "d2": 1}, "q3": {"d5
 TIMING_COLUMNS = {
     "index_time_s",
     "index_build_s",
+    "index_time_parallel_s",
     "latency_mean_ms",
+    "latency_parallel_mean_ms",
     "latency_p50_ms",
     "latency_p95_ms",
     "latency_p99_ms",

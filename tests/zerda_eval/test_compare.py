@@ -15,7 +15,7 @@ from zerda_eval.errors import ConfigError
 
 DOC = {
     "experiment": {"name": "x", "seed": 7},
-    "systems": [{"name": "bm25"}, {"name": "hybrid"}],
+    "systems": [{"name": "bm25"}, {"name": "hybrid", "grid": {"rrf_order": ["as_documented", "fixed"]}}],
     "compare": {"baseline": "bm25", "tests": ["t-test"], "correction": "bonferroni", "alpha": 0.01},
     "study": {"rrf_order": {"system": "hybrid"}},
 }
@@ -44,12 +44,30 @@ def test_parse_compare_reads_everything_and_defaults():
         ({**DOC, "compare": {"baseline": "bm2"}}, "did you mean 'bm25'"),
         ({"study": {"rrf_ordr": {}}}, "did you mean 'rrf_order'"),
         ({**DOC, "study": {"rrf_order": {"system": "hybird"}}}, "did you mean 'hybrid'"),
+        ({**DOC, "study": {"rrf_order": {"system": "bm25"}}}, "'bm25' has no rrf_order grid axis"),
+        (
+            {
+                **DOC,
+                "systems": [{"name": "h", "params": {"rrf_order": "fixed"}}],
+                "study": {"rrf_order": {"system": "h"}},
+            },
+            "'h' has no rrf_order grid axis",
+        ),
     ],
 )
 def test_parse_compare_errors_name_file_and_fix(table, needle):
     with pytest.raises(ConfigError, match=needle) as info:
         parse_compare(table, "exp.toml")
     assert str(info.value).startswith("exp.toml") and "\n" not in str(info.value)
+
+
+def test_parse_compare_accepts_the_study_system_in_a_resolved_config():
+    """``experiment.json`` holds variants instead of the grid; the report reads it with the same check."""
+    variants = [{"label": f"h[rrf_order={o}]", "params": {"rrf_order": o}} for o in ("as_documented", "fixed")]
+    table = {"systems": [{"name": "h", "variants": variants}], "study": {"rrf_order": {"system": "h"}}}
+    assert parse_compare(table, "experiment.json").rrf_order_system == "h"
+    listed = {"systems": [{"name": "h", "grid": [{"rrf_order": "as_documented"}, {"rrf_order": "fixed"}]}]}
+    assert parse_compare({**listed, "study": {"rrf_order": {"system": "h"}}}, "x.toml").rrf_order_system == "h"
 
 
 def frames(values: dict[tuple[str, str], dict[str, float]], params: dict[str, dict] | None = None):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from zerda_eval.config import load_experiment
+from zerda_eval.config import load_experiment, resolve_experiment
 from zerda_eval.errors import ConfigError
 
 BASE = """
@@ -130,3 +130,29 @@ def test_cell_key_holds_the_content_of_the_data_and_the_code(tmp_path):
     cell = load_experiment(write(tmp_path, BASE)).cells[0]
     assert set(cell.config["dataset"]["content"]) == {"cran.all.1400", "cran.qry", "cranqrel"}
     assert len(cell.config["code"]) == 64
+
+
+def _quran(dataset: dict, measures: list[str]) -> dict:
+    return {
+        "experiment": {"name": "q", "measures": measures},
+        "datasets": [{"id": "quranqa23/taskA/dev", **dataset}],
+        "systems": [{"name": "bm25", "family": "zerda.keyword"}],
+    }
+
+
+def test_measures_deeper_than_a_datasets_run_depth_are_refused():
+    """Qur'an QA runs are cut at 10: a recall@100 there would be a depth-10 number under a depth-100 label."""
+    with pytest.raises(ConfigError) as error:
+        resolve_experiment(_quran({}, ["ndcg@10", "recall@100"]), "q.toml")
+    message = str(error.value)
+    assert "\n" not in message and message.startswith("q.toml: datasets[0]")
+    assert "recall@100" in message and "run depth 10" in message and "measures" in message
+
+
+def test_a_dataset_takes_its_own_measures_and_always_gets_its_official_ones():
+    experiment = resolve_experiment(_quran({"measures": ["ndcg@10", "recall@10"]}, ["ndcg@10", "recall@100"]), "q.toml")
+    assert {tuple(cell.config["measures"]) for cell in experiment.cells} == {
+        ("ndcg@10", "recall@10", "map@10", "mrr@10")
+    }
+    with pytest.raises(ConfigError, match=r"datasets\[0\]\.measures: .*depth >= 200"):
+        resolve_experiment(_quran({"measures": ["ndcg@200"]}, ["ndcg@10"]), "q.toml")

@@ -55,11 +55,12 @@ def test_query_missing_from_run_counts_as_zero():
 
 
 def test_efficiency_summary():
-    eff = Efficiency.from_timings(1.5, [0.001, 0.002, 0.003, 0.004])
+    eff = Efficiency.from_timings(1.5, [0.001, 0.002, 0.003, 0.004], 123.0)
     assert eff.latency_mean_ms == pytest.approx(2.5)
     assert eff.latency_p50_ms == pytest.approx(2.5)
     assert eff.qps == pytest.approx(400.0)
-    assert eff.peak_rss_mb > 0
+    assert eff.peak_rss_mb == 123.0
+    assert eff.latency_parallel_mean_ms == eff.latency_mean_ms and eff.index_time_parallel_s == 1.5
 
 
 TREC_NAMES = {"ndcg": "ndcg_cut", "recall": "recall", "map": "map_cut", "precision": "P"}

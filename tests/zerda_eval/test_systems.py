@@ -185,7 +185,10 @@ def test_misspelt_param_suggests_the_right_name() -> None:
         ("zerda.keyword", {"k1": "1.2"}),
         ("zerda.keyword", {"engine": "turbo"}),
         ("zerda.vector", {"dim": 100}),
-        ("zerda.keyword", {"engine": "reference", "normalization": "light"}),
+        ("zerda.keyword", {"stemmer": "klingon"}),
+        ("zerda.keyword", {"stopwords": "french"}),
+        ("zerda.vector", {"stemmer": "english"}),  # wordllama tokenizes itself: a stemmer would be ignored
+        ("pipeline.dense", {"stopwords": "english"}),
         ("pipeline.hybrid", {"weights": [1.0, 1.0, 1.0]}),
         ("pipeline.routed", {"router": "keyword"}),
         ("zerda.keyword", {"no_answer_threshold": math.nan}),
@@ -635,3 +638,37 @@ def test_zerda_vector_unknown_backend_is_a_one_line_config_error() -> None:
     with pytest.raises(ConfigError) as error:
         build_system("zerda.vector", {"backend": "pinecone"})
     assert "\n" not in str(error.value) and "backend" in str(error.value)
+
+
+# ---------------------------------------------------------------- no-answer threshold on the raw score
+
+
+@pytest.mark.parametrize("engine", ["fast", "reference"])
+def test_no_answer_threshold_compares_the_raw_bm25_of_the_top_hit(engine: str, english: Collection) -> None:
+    """The shown score of a BM25 top hit is always 1.0 (max-normalised); the threshold must see the raw one.
+
+    Raw reference: bm25s's Lucene BM25 (the seed's idf) times (k1 + 1), the factor Lucene drops.
+    """
+    import bm25s
+
+    reference = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
+    reference.index([tokenize(t) for t in english.texts], show_progress=False)
+    queries = {"weak": "kitchen"}  # one rare-ish term of one document: a small raw score, shown as 1.0
+    raw = float(np.max(reference.get_scores(tokenize(queries["weak"])))) * (1.5 + 1)
+    plain = run("zerda.keyword", {"engine": engine}, english, 3, queries)
+    assert plain["weak"][0] == ("d1", 1.0)
+    above = run("zerda.keyword", {"engine": engine, "no_answer_threshold": raw + 0.01}, english, 3, queries)
+    below = run("zerda.keyword", {"engine": engine, "no_answer_threshold": raw - 0.01}, english, 3, queries)
+    assert above["weak"] == [(NO_ANSWER_ID, 1.0)]  # fires although the shown top score is 1.0
+    assert below["weak"] == plain["weak"]
+
+
+def test_no_answer_threshold_on_rank_bm25_raw_score(english: Collection) -> None:
+    from rank_bm25 import BM25Okapi
+
+    queries = {"weak": "kitchen"}
+    raw = float(np.max(BM25Okapi([tokenize(t) for t in english.texts]).get_scores(tokenize(queries["weak"]))))
+    above = run("pipeline.sparse", {"no_answer_threshold": raw + 0.01}, english, 3, queries)
+    below = run("pipeline.sparse", {"no_answer_threshold": raw - 0.01}, english, 3, queries)
+    assert above["weak"] == [(NO_ANSWER_ID, 1.0)]
+    assert below["weak"][0] == ("d1", 1.0)

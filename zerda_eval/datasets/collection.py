@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from zerda_eval.errors import DataFormatError
+from zerda_eval.errors import DataFormatError, ZerdaEvalWarning
 
 NO_ANSWER_ID = "-1"
 _WHITESPACE = re.compile(r"\s")
@@ -42,11 +43,30 @@ class Collection:
     qrels: dict[str, dict[str, int]]
     no_answer_qids: frozenset[str] = frozenset()
     options: dict[str, Any] = field(default_factory=dict)
+    self_judged_pairs: int = 0  # judged (query, doc) pairs whose doc id equals the query id
 
 
-def record_text(record: Any) -> str:
-    """ir_datasets' own text of a record (``default_text()``: BEIR's title + " " + text), else ``.text``."""
+def record_text(record: Any, title: bool = True) -> str:
+    """ir_datasets' own text of a record (``default_text()``: BEIR's title + " " + text), else ``.text``.
+
+    ``title=False`` gives a titled record's text alone (the ``title`` protocol option).
+    """
+    if not title and hasattr(record, "title"):
+        return record.text
     return record.default_text() if hasattr(record, "default_text") else record.text
+
+
+def count_self_judged(dataset_id: str, qrels: dict[str, dict[str, int]], options: dict[str, Any]) -> int:
+    """Judged pairs whose doc id equals the query id; warns (one line) when ``ignore_identical_ids`` drops them."""
+    count = sum(qid in docs for qid, docs in qrels.items())
+    if count and options.get("ignore_identical_ids"):
+        warnings.warn(
+            f"{dataset_id}: {count} judged pair(s) have doc id == query id and ignore_identical_ids = true "
+            "removes those docs from every run; set ignore_identical_ids = false if the ids are unrelated",
+            ZerdaEvalWarning,
+            stacklevel=2,
+        )
+    return count
 
 
 def build_collection(
@@ -69,13 +89,14 @@ def build_collection(
     doc_ids: list[str] = []
     texts: list[str] = []
     seen: set[str] = set()
+    title = options.get("title", True)
     for doc in docs:
         if doc.doc_id in seen:
             raise DataFormatError(f"{dataset_id}: duplicate doc id {doc.doc_id!r}; doc ids must be unique")
         seen.add(check_id(doc.doc_id, "doc", dataset_id))
         doc_ids.append(doc.doc_id)
         if not stream_texts:
-            texts.append(record_text(doc))
+            texts.append(record_text(doc, title))
     raw: dict[tuple[str, str], int] = {}
     judged: dict[str, dict[str, int]] = {}
     for qrel in qrels:
@@ -99,5 +120,8 @@ def build_collection(
     if stream_texts:
         from zerda_eval.datasets.streamed import StreamedTexts
 
-        texts = StreamedTexts(dataset_id, doc_ids)
-    return Collection(dataset_id, language, doc_ids, texts, query_texts, qrels_in_order, no_answer, options)
+        texts = StreamedTexts(dataset_id, doc_ids, title)
+    self_judged = count_self_judged(dataset_id, qrels_in_order, options)
+    return Collection(
+        dataset_id, language, doc_ids, texts, query_texts, qrels_in_order, no_answer, options, self_judged
+    )

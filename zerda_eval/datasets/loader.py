@@ -14,9 +14,10 @@ from zerda_eval.datasets import protocols, streamed
 from zerda_eval.datasets.collection import Collection, build_collection
 from zerda_eval.datasets.fingerprint import content_fingerprint
 from zerda_eval.datasets.paths import ir_datasets_home
+from zerda_eval.datasets.quranqa import answerable_only
 from zerda_eval.datasets.registry import BUNDLED
 from zerda_eval.datasets.seeding import seed_cache
-from zerda_eval.datasets.user import USER_OPTIONS, load_user_collection
+from zerda_eval.datasets.user import load_user_collection
 from zerda_eval.errors import DatasetError, did_you_mean
 
 # What ir_datasets raises when a download fails: requests' ConnectionError is an OSError; several
@@ -31,12 +32,9 @@ def load_collection(dataset_id: str, **options: Any) -> Collection:
     (``fingerprint``): an edited file is read again. With ``path=...`` (and ``format="beir"|"trec"``)
     the collection is a user's folder and ``dataset_id`` only names it.
     """
+    resolved = protocols.dataset_options(dataset_id, options, bundled=dataset_id in BUNDLED)
     if "path" in options:
-        options = {**options, "path": str(options["path"])}
-        beir_format = options.get("format", "beir") == "beir"
-        resolved = protocols.resolve_options(dataset_id, options, extra=USER_OPTIONS, beir_format=beir_format)
         return _cached_user(dataset_id, _freeze(resolved), _freeze(content_fingerprint(dataset_id, resolved)))
-    resolved = protocols.resolve_options(dataset_id, options, extra=() if dataset_id in BUNDLED else ("language",))
     return _cached(dataset_id, _freeze(resolved), _freeze(content_fingerprint(dataset_id, resolved)))
 
 
@@ -89,7 +87,7 @@ def _build(dataset_id: str, options: dict[str, Any]) -> Collection:
     language = options.pop("language", None) or _language(dataset_id, dataset)
     relevance = protocols.cranfield_relevance if options.get("relevance") == "5-code" else (lambda grade: grade)
     try:
-        return build_collection(
+        collection = build_collection(
             dataset_id,
             language,
             dataset.docs_iter(),
@@ -101,6 +99,7 @@ def _build(dataset_id: str, options: dict[str, Any]) -> Collection:
         )
     except _DOWNLOAD_ERRORS as error:
         raise DatasetError(_offline_message(dataset_id, error)) from None
+    return answerable_only(collection) if options.get("no_answer") == "drop" else collection
 
 
 def open_dataset(dataset_id: str) -> Any:

@@ -9,7 +9,10 @@ Every option is explicit and ends up in ``Collection.options`` (hence in every r
   rule, on by default in BEIR's evaluator). On for ``beir/*`` ids and BEIR-format folders, to match
   BEIR's published numbers (for SciFact it changes nothing: no doc id equals a query id); off
   elsewhere, where equal ids are a coincidence (cranfield and vaswani number both from 1) and the
-  filter would drop real hits.
+  filter would drop real hits. When it is on and the qrels judge a doc whose id equals its query's,
+  loading warns (one line: the count and the option) and the count is recorded in each result.
+- ``title`` (bool, ``beir/*`` ids and user folders): the document text is title + " " + text (BEIR's
+  convention, default) or the text alone.
 - ``relevance`` (cranfield only): "5-code" (default) turns Cleverdon's codes 1 (complete answer) ..
   4 (minimum interest) into grades 4 .. 1 and drops code -1 (the query's source document); "raw"
   keeps ir_datasets' codes, which invert graded measures such as nDCG.
@@ -32,6 +35,7 @@ CHOICES: dict[str, tuple[Any, ...]] = {
     "ignore_identical_ids": (True, False),
     "relevance": ("5-code", "raw"),
     "no_answer": ("task_rule", "drop"),
+    "title": (True, False),
 }
 
 
@@ -40,12 +44,14 @@ def cranfield_relevance(code: int) -> int | None:
     return None if code == -1 else 5 - code
 
 
-def default_options(dataset_id: str, beir_format: bool = False) -> dict[str, Any]:
-    """The protocol options of ``dataset_id`` (a BEIR-format folder when ``beir_format``) with defaults."""
+def default_options(dataset_id: str, beir_format: bool = False, user_folder: bool = False) -> dict[str, Any]:
+    """The protocol options of ``dataset_id`` (a user's folder, in BEIR format when ``beir_format``) with defaults."""
     options: dict[str, Any] = {
         "normalization": "none",
         "ignore_identical_ids": beir_format or dataset_id.startswith("beir/"),
     }
+    if user_folder or dataset_id.startswith("beir/"):
+        options["title"] = True
     if dataset_id == "cranfield":
         options["relevance"] = "5-code"
     if dataset_id.startswith("quranqa23/"):
@@ -53,14 +59,37 @@ def default_options(dataset_id: str, beir_format: bool = False) -> dict[str, Any
     return options
 
 
+def dataset_options(dataset_id: str, given: Mapping[str, Any], bundled: bool) -> dict[str, Any]:
+    """The options a dataset is loaded under: the ONE resolution the config records and the loader applies.
+
+    ``given`` with ``path`` is a user's folder (``format`` "beir" by default, whose ``split`` defaults to
+    "test"); ``bundled`` says whether ``dataset_id`` is one of ours (others may set ``language``).
+    """
+    from zerda_eval.datasets.user import USER_OPTIONS
+
+    if "path" not in given:
+        return resolve_options(dataset_id, given, extra=() if bundled else ("language",))
+    given = {**given, "path": str(given["path"])}
+    beir_format = given.get("format", "beir") == "beir"
+    options = resolve_options(dataset_id, given, USER_OPTIONS, beir_format=beir_format, user_folder=True)
+    options.setdefault("format", "beir")
+    if beir_format:
+        options.setdefault("split", "test")
+    return options
+
+
 def resolve_options(
-    dataset_id: str, given: Mapping[str, Any], extra: Sequence[str] = (), beir_format: bool = False
+    dataset_id: str,
+    given: Mapping[str, Any],
+    extra: Sequence[str] = (),
+    beir_format: bool = False,
+    user_folder: bool = False,
 ) -> dict[str, Any]:
     """Defaults of ``dataset_id`` overridden by ``given``; unknown names or values raise ``ConfigError``.
 
     ``extra`` names options the caller handles itself (e.g. ``path`` for a user's collection).
     """
-    options = default_options(dataset_id, beir_format)
+    options = default_options(dataset_id, beir_format, user_folder)
     settable = {name for name in options if name in CHOICES} | set(extra)
     for name, value in given.items():
         if name not in settable:

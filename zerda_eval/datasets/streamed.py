@@ -20,9 +20,10 @@ STREAM_ABOVE_DOCS = 500_000  # MS MARCO passages (8.8M), mMARCO-ar, MIRACL-ar st
 class StreamedTexts(Sequence[str]):
     """The texts of ``dataset_id``'s corpus in ``doc_ids`` order, never all in memory at once."""
 
-    def __init__(self, dataset_id: str, doc_ids: Sequence[str]):
+    def __init__(self, dataset_id: str, doc_ids: Sequence[str], title: bool = True):
         self.dataset_id = dataset_id
         self._doc_ids = doc_ids
+        self._title = title
 
     def __len__(self) -> int:
         return len(self._doc_ids)
@@ -36,7 +37,7 @@ class StreamedTexts(Sequence[str]):
                     f"{self.dataset_id}: corpus changed since it was loaded (document {position} is {doc.doc_id!r}); "
                     "rerun to reload it"
                 )
-            yield record_text(doc)
+            yield record_text(doc, self._title)
 
     @overload
     def __getitem__(self, index: int) -> str: ...
@@ -51,8 +52,8 @@ class StreamedTexts(Sequence[str]):
         if isinstance(index, slice):
             wanted = self._doc_ids[index]
             found = store.get_many(wanted)
-            return [record_text(found[doc_id]) for doc_id in wanted]
-        return record_text(store.get(self._doc_ids[index]))
+            return [record_text(found[doc_id], self._title) for doc_id in wanted]
+        return record_text(store.get(self._doc_ids[index]), self._title)
 
     def _dataset(self) -> Any:
         from zerda_eval.datasets.loader import open_dataset

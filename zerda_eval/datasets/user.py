@@ -40,8 +40,11 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
             yield number, line
 
 
-def _records(path: Path, kind: str) -> Iterator[tuple[int, str, str]]:
-    """(line, id, text) of a JSONL (``_id``, optional ``title``, ``text``) or TSV file of ``kind`` records."""
+def _records(path: Path, kind: str, title: bool = True) -> Iterator[tuple[int, str, str]]:
+    """(line, id, text) of a JSONL (``_id``, optional ``title``, ``text``) or TSV file of ``kind`` records.
+
+    The text is title + " " + text when there is a title (BEIR's convention), the text alone with ``title=False``.
+    """
     for number, line in _lines(path):
         where = f"{path}:{number}"
         if path.suffix == ".jsonl":
@@ -52,7 +55,7 @@ def _records(path: Path, kind: str) -> Iterator[tuple[int, str, str]]:
                 fields.insert(1, "")
             if len(fields) != 3:
                 raise DataFormatError(f"{where}: expected 'id<TAB>text' or 'id<TAB>title<TAB>text'")
-        yield number, check_id(fields[0], kind, where), f"{fields[1]} {fields[2]}" if fields[1] else fields[2]
+        yield number, check_id(fields[0], kind, where), f"{fields[1]} {fields[2]}" if fields[1] and title else fields[2]
 
 
 def _json_fields(line: str, where: str) -> list[str]:
@@ -89,10 +92,10 @@ def _queries(path: Path) -> list[GenericQuery]:
     return queries
 
 
-def _docs(path: Path) -> list[GenericDoc]:
+def _docs(path: Path, title: bool = True) -> list[GenericDoc]:
     first_line: dict[str, int] = {}
     docs = []
-    for number, doc_id, text in _records(path, "doc"):
+    for number, doc_id, text in _records(path, "doc", title):
         if doc_id in first_line:
             raise DataFormatError(f"{path}:{number}: duplicate doc id {doc_id!r} (first on line {first_line[doc_id]})")
         first_line[doc_id] = number
@@ -165,7 +168,7 @@ def load_user_collection(name: str, options: dict[str, Any]) -> Collection:
     trec = options.setdefault("format", "beir") == "trec"
     if not trec:
         options.setdefault("split", "test")
-    docs = _docs(files["corpus"])
+    docs = _docs(files["corpus"], options.get("title", True))
     queries = _queries(files["queries"])
     qrels = _qrels(files["qrels"], trec, {d.doc_id for d in docs}, {q.query_id for q in queries})
     language = options.pop("language", "en")

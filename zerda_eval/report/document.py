@@ -17,10 +17,16 @@ from zerda_eval.report.tables import (
     efficiency_table,
     library_versions,
     metric_table,
+    official_columns,
     study_tables,
 )
 
 TEST_NAMES = {"t-test": "paired t-test", "fisher": "randomisation (Fisher) test"}
+EFFICIENCY_NOTE = (
+    "A fusion's index time and latency include its inputs' (run one after the other); the parallel columns "
+    "take its slowest input instead (inputs side by side). peak_rss_mb is the process's resident high-water "
+    "mark during the cell (reset at the cell's start on Linux; a fusion: its largest input or the fusing step)."
+)
 
 
 @dataclass(frozen=True)
@@ -90,14 +96,19 @@ def build_document(data: RunData, plot_dir: Path) -> list[Block]:
         ]
     if study is not None:
         blocks += [Heading(2, "RRF-ordering study: every paired setting"), detail]
-    blocks += [Heading(2, "Efficiency"), efficiency_table(data)]
+    blocks += [Heading(2, "Efficiency"), Paragraph(EFFICIENCY_NOTE), efficiency_table(data)]
     blocks += _appendix(data)
     return blocks
 
 
 def _legend(data: RunData) -> str:
     spec = data.spec
-    parts = ["Bold: best value per column (lowest for latency)."]
+    parts = ["Bold: best value per column (lowest for latency; a fusion's latency includes its inputs')."]
+    if any(official_columns(data, d, data.results[data.results["dataset"] == d]) for d in data.results["dataset"]):
+        parts.append(
+            "Official measures of a task come first (Qur'an QA 2023: MAP@10 and MRR@10 under the task's "
+            "no-answer rule), each followed by its answerable-only figure (answerable:...)."
+        )
     if spec.baseline is not None:
         markers = ", ".join(f"{MARKERS[t]} = {TEST_NAMES[t]}" for t in spec.tests)
         parts.append(

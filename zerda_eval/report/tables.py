@@ -15,9 +15,20 @@ import pandas as pd
 
 from zerda_eval.compare import CompareSpec, cells_of, measure_columns, parse_compare
 from zerda_eval.errors import DataFormatError
+from zerda_eval.measures import ANSWERABLE_PREFIX
 
-EFFICIENCY = ("index_time_s", "latency_mean_ms", "latency_p50_ms", "latency_p95_ms", "qps", "peak_rss_mb")
-UNITS = {"index_time_s": "s", "qps": "queries/s", "peak_rss_mb": "MB"}
+EFFICIENCY = (
+    "index_time_s",
+    "index_time_parallel_s",
+    "latency_mean_ms",
+    "latency_parallel_mean_ms",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "qps",
+    "peak_rss_mb",
+)
+UNITS = {"index_time_s": "s", "index_time_parallel_s": "s", "qps": "queries/s", "peak_rss_mb": "MB"}
+LATENCY_COLUMNS = ("latency_mean_ms", "latency_parallel_mean_ms")
 MARKERS = {"t-test": "*", "fisher": "†"}
 DIGITS = 4
 
@@ -118,15 +129,28 @@ def fmt_p(value: float) -> str:
     return "<1e-4" if value < 1e-4 else f"{value:.3g}"
 
 
-def metric_table(data: RunData, dataset: str, comparisons: pd.DataFrame) -> Table:
-    """One dataset: a row per system, a column per measure plus latency; best per column bold.
+def official_columns(data: RunData, dataset: str, rows: pd.DataFrame) -> list[str]:
+    """A dataset's official measures (its ``official_measures`` option, Qur'an QA: MAP@10, MRR@10), each
+    followed by its answerable-only figure, as far as the results hold them."""
+    official: list[str] = []
+    for entry in data.config.get("datasets", []):
+        if isinstance(entry, dict) and entry.get("label", entry.get("id")) == dataset:
+            official = list((entry.get("options") or {}).get("official_measures", []))
+    columns = [column for m in official for column in (m, ANSWERABLE_PREFIX + m)]
+    return [c for c in columns if c in rows.columns and rows[c].notna().any()]
 
-    The baseline row is marked "(baseline)"; a measure value carries a marker per test that found
-    it significantly different from the baseline after the correction.
+
+def metric_table(data: RunData, dataset: str, comparisons: pd.DataFrame) -> Table:
+    """One dataset: a row per system, its official measures first, then every measure plus latency; best bold.
+
+    Measures the dataset was not evaluated on are left out. Latency is a fusion's total with its inputs',
+    and the "parallel" one beside it. The baseline row is marked "(baseline)"; a measure value carries
+    a marker per test that found it significantly different from the baseline after the correction.
     """
     rows = data.results[data.results["dataset"] == dataset].reset_index(drop=True)
-    columns = [*data.measures, "latency_mean_ms"]
-    columns = [c for c in columns if c in rows.columns]
+    official = official_columns(data, dataset, rows)
+    columns = [*official, *[m for m in data.measures if m not in official], *LATENCY_COLUMNS]
+    columns = [c for c in columns if c in rows.columns and rows[c].notna().any()]
     table = Table(header=["system", *[_column_title(c) for c in columns]], rows=[])
     for _, row in rows.iterrows():
         name = str(row["system"])

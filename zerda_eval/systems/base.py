@@ -106,7 +106,8 @@ COMMON_PARAMS = {
     "no_answer_threshold": ParamSpec(
         None,
         "float",
-        "Qur'an QA: answer only the no-answer id '-1' when the top score is below this",
+        "Qur'an QA: answer only the no-answer id '-1' when the top hit's raw score is below this "
+        "(BM25 families: the BM25 score before max-normalisation; dense: the cosine; others: the ranking score)",
         optional=True,
     ),
 }
@@ -151,19 +152,37 @@ class System:
         self.collection = collection
         self._index(collection, cache_dir)
 
+    def analysis(self, collection: Any) -> Any:
+        """The resolved analysis options on ``collection`` (recorded in ``stats["analysis"]``)."""
+        from zerda_eval.systems.analysis import resolve_analysis
+
+        analysis = resolve_analysis(self.params, collection)
+        self.stats["analysis"] = analysis.describe()
+        return analysis
+
     def search(self, queries: Mapping[str, str], k: int) -> dict[str, Results]:
-        """``{qid: [(doc_id, score), ...]}`` best first, at most ``k`` per query."""
+        """``{qid: [(doc_id, score), ...]}`` best first, at most ``k`` per query.
+
+        With ``no_answer_threshold``, a query whose top hit's raw score (``_scored``) is below it, or
+        that has no hit, is answered with the no-answer id alone.
+        """
         threshold = self.params.get("no_answer_threshold")
         run = {}
         for qid, text in queries.items():
-            results = self._search(text, k)
-            if threshold is not None and (not results or results[0][1] < threshold):
+            results, top = self._scored(text, k)
+            if threshold is not None and (top is None or top < threshold):
                 results = [(NO_ANSWER_ID, 1.0)]
             run[qid] = results
         return run
 
     def _index(self, collection: Any, cache_dir: Path | None) -> None:
         raise NotImplementedError
+
+    def _scored(self, text: str, k: int) -> tuple[Results, float | None]:
+        """The results and the raw score of the top hit (None without a hit); families that rescale
+        their scores (BM25's max-normalisation) override this to return the score before rescaling."""
+        results = self._search(text, k)
+        return results, (results[0][1] if results else None)
 
     def _search(self, text: str, k: int) -> Results:
         raise NotImplementedError

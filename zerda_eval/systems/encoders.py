@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from zerda_eval.errors import RunError
+from zerda_eval.systems.analysis import LOWERCASE, NO_ANALYSIS, Analysis
 from zerda_eval.systems.base import ParamSpec
 
 EMBEDDERS = ("wordllama", "lsa")
@@ -28,21 +29,24 @@ EMBEDDER_PARAMS = {
         "embedding dimension (wordllama truncates; LSA keeps dim components)",
         choices=(256, 128, 64),
     ),
+    "lowercase": LOWERCASE,
 }
 
 
 _SHARED: dict[tuple, tuple[CorpusVectors, float]] = {}  # vectors and their from-scratch cost (s)
 
 
-def corpus_vectors(embedder_name: str, dim: int, texts: Sequence[str], cache_dir: Path | None) -> CorpusVectors:
+def corpus_vectors(
+    embedder_name: str, dim: int, texts: Sequence[str], cache_dir: Path | None, analysis: Analysis = NO_ANALYSIS
+) -> CorpusVectors:
     """``CorpusVectors`` shared within the process by the systems of one corpus (LSA fits once, not per cell)."""
     from zerda_eval.cache import costed, record_build
     from zerda_eval.embedding_cache import texts_sha256
 
-    key = (embedder_name, dim, texts_sha256(texts), cache_dir)
+    key = (embedder_name, dim, texts_sha256(texts), cache_dir, analysis)
     if key not in _SHARED:
         _SHARED.clear()  # keep one corpus's vectors: a grid runs dataset by dataset
-        _SHARED[key] = costed(lambda: CorpusVectors(embedder_name, dim, texts, cache_dir))
+        _SHARED[key] = costed(lambda: CorpusVectors(embedder_name, dim, texts, cache_dir, analysis))
     else:  # reused in memory: the cell's index_build_s still counts what the vectors cost from scratch
         record_build(_SHARED[key][1], 0.0)
     return _SHARED[key][0]
@@ -60,13 +64,30 @@ def _embedder_errors_as_run_errors() -> Iterator[None]:
 
 
 class CorpusVectors:
-    """A fitted embedder plus the unit-length vectors of a collection's texts, in corpus order."""
+    """A fitted embedder plus the unit-length vectors of a collection's texts, in corpus order.
 
-    def __init__(self, embedder_name: str, dim: int, texts: Sequence[str], cache_dir: Path | None):
+    Documents and queries reach the embedder as ``analysis.embedder_text`` makes them; LSA also
+    tokenizes with the analysis' stemmer and stopwords. ``fingerprint`` names these vectors (embedder,
+    its params, the texts it saw) for stores that persist them.
+    """
+
+    def __init__(
+        self,
+        embedder_name: str,
+        dim: int,
+        texts: Sequence[str],
+        cache_dir: Path | None,
+        analysis: Analysis = NO_ANALYSIS,
+    ):
         from retrieval.embeddings import load_embedder
         from zerda_eval.embedding_cache import embed_corpus
 
-        self.embedder = load_embedder(embedder_name, dim=dim)
+        tokens = {"stemmer": analysis.stemmer, "stopwords": analysis.stopwords} if embedder_name == "lsa" else {}
+        self.embedder = load_embedder(embedder_name, dim=dim, **tokens)
+        self.analysis = analysis
+        if analysis.changes_text:
+            texts = [analysis.embedder_text(text) for text in texts]
+        self._texts = texts
         with _embedder_errors_as_run_errors():
             if cache_dir is None:
                 self.matrix = self._embed(self.embedder.fit(texts), list(texts))
@@ -81,12 +102,19 @@ class CorpusVectors:
 
         return finish_embeddings(embedder.embed(texts), len(texts), embedder.dim, embedder.name)
 
+    @property
+    def fingerprint(self) -> str:
+        """Hex SHA-256 of (embedder, its params, the texts it embedded): names a persisted copy of these vectors."""
+        from zerda_eval.embedding_cache import cache_key
+
+        return cache_key(self.embedder, self._texts)
+
     def embed_query(self, text: str) -> np.ndarray:
         """The query's unit vector (cached: the warm-up query and rerankers ask again)."""
         vector = self._query_cache.get(text)
         if vector is None:
             with _embedder_errors_as_run_errors():
-                vector = self._embed(self.embedder, [text])[0]
+                vector = self._embed(self.embedder, [self.analysis.embedder_text(text)])[0]
             self._query_cache[text] = vector
         return vector
 
@@ -142,10 +170,11 @@ class WordLlamaTokenEncoder:
 
     wordllama's model holds its token embedding matrix (``embedding``) and tokenizer; a token's
     vector is its row, so MaxSim over them is late interaction without a contextual encoder.
-    Encodings are cached per text (first-stage candidates repeat across queries).
+    Encodings are cached per text (first-stage candidates repeat across queries). Texts reach the
+    tokenizer as ``analysis.embedder_text`` makes them.
     """
 
-    def __init__(self, dim: int = 256):
+    def __init__(self, dim: int = 256, analysis: Analysis = NO_ANALYSIS):
         from retrieval.embeddings.wordllama import _load_model
 
         model = _load_model(dim)
@@ -154,12 +183,13 @@ class WordLlamaTokenEncoder:
         norms = np.linalg.norm(table, axis=1, keepdims=True)
         self._table = np.divide(table, norms, out=np.zeros_like(table), where=norms > 0)
         self._cache: dict[str, np.ndarray] = {}
+        self._analysis = analysis
 
     def encode_tokens(self, text: str) -> np.ndarray:
         """``(n_tokens, dim)`` unit rows (a list of lists by duck typing); no tokens -> ``(0, dim)``."""
         vectors = self._cache.get(text)
         if vectors is None:
-            ids = self._tokenizer.encode(text, add_special_tokens=False).ids
+            ids = self._tokenizer.encode(self._analysis.embedder_text(text), add_special_tokens=False).ids
             vectors = self._table[np.asarray(ids, dtype=np.int64)]
             self._cache[text] = vectors
         return vectors

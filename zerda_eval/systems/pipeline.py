@@ -21,6 +21,7 @@ from retrieval.pipeline.routing import CallbackRouter, KeywordRouter, RoutedRetr
 from retrieval.pipeline.sparse import SparseRetriever
 from retrieval.pipeline.stores import InMemoryContextStore
 from zerda_eval.errors import ConfigError
+from zerda_eval.systems.analysis import ANALYZER_PARAMS, LOWERCASE, check_token_options_reach_a_tokenizer
 from zerda_eval.systems.base import ParamSpec, Results, System
 from zerda_eval.systems.encoders import (
     EMBEDDER_PARAMS,
@@ -30,10 +31,21 @@ from zerda_eval.systems.encoders import (
     corpus_vectors,
     maxsim,
 )
-from zerda_eval.systems.zerda import ANALYZER_PARAMS, collection_analyzer
+from zerda_eval.systems.zerda import BM25_PARAMS
 
 ARABIC_LETTER = re.compile(r"[\u0600-\u06FF]")
 FIRST_STAGE_K = ParamSpec(100, "int", "candidates from the BM25 first stage", minimum=1)
+SPARSE_PARAMS = {**BM25_PARAMS, **ANALYZER_PARAMS}  # rank-bm25's BM25Okapi k1, b and its tokens' analysis
+# The raw score of an item, by the last stage that set one (``rescored`` merges metadata stage by stage).
+RAW_SCORE_KEYS = ("rerank_score", "late_interaction_score", "rrf_score", "bm25_score", "similarity")
+
+
+def raw_score(item: ContextItem) -> float:
+    """The item's score before the seed's [0, 1] rescaling: its last stage's raw value, else ``score``."""
+    for key in RAW_SCORE_KEYS:
+        if key in item.metadata:
+            return float(item.metadata[key])
+    return float(item.score)
 
 
 def collection_items(collection: Any) -> list[ContextItem]:
@@ -60,17 +72,20 @@ class PipelineSystem(System):
     def _build(self, collection: Any, cache_dir: Path | None) -> Any:
         raise NotImplementedError
 
-    def _search(self, text: str, k: int) -> Results:
+    def _scored(self, text: str, k: int) -> tuple[Results, float | None]:
         items = self._retriever.retrieve(QueryBundle(query_str=text), k)
-        return [(item.id, float(item.metadata[self.run_score] if self.run_score else item.score)) for item in items]
+        results = [(item.id, float(item.metadata[self.run_score] if self.run_score else item.score)) for item in items]
+        return results, (raw_score(items[0]) if items else None)
 
     def _sparse(self, collection: Any) -> SparseRetriever:
-        sparse = SparseRetriever(tokenize_fn=collection_analyzer(self.params, collection, self.stats))
+        p = self.params
+        sparse = SparseRetriever(tokenize_fn=self.analysis(collection).analyzer(), k1=p["k1"], b=p["b"])
         sparse.index(self._items)
         return sparse
 
     def _dense(self, collection: Any, cache_dir: Path | None) -> tuple[DenseRetriever, CorpusVectors]:
-        vectors = corpus_vectors(self.params["embedder"], self.params["dim"], collection.texts, cache_dir)
+        analysis = self.analysis(collection)
+        vectors = corpus_vectors(self.params["embedder"], self.params["dim"], collection.texts, cache_dir, analysis)
         contexts = InMemoryContextStore()
         for item in self._items:
             contexts.add(item)
@@ -83,7 +98,7 @@ class PipelineSparse(PipelineSystem):
 
     family = "pipeline.sparse"
     description = "pipeline SparseRetriever (rank_bm25 BM25Okapi)"
-    param_specs: ClassVar[dict[str, ParamSpec]] = dict(ANALYZER_PARAMS)
+    param_specs: ClassVar[dict[str, ParamSpec]] = dict(SPARSE_PARAMS)
 
     def _build(self, collection: Any, cache_dir: Path | None) -> Any:
         return self._sparse(collection)
@@ -94,7 +109,11 @@ class PipelineDense(PipelineSystem):
 
     family = "pipeline.dense"
     description = "pipeline DenseRetriever (cosine over offline embeddings)"
-    param_specs: ClassVar[dict[str, ParamSpec]] = dict(EMBEDDER_PARAMS)
+    param_specs: ClassVar[dict[str, ParamSpec]] = {**EMBEDDER_PARAMS, **ANALYZER_PARAMS}
+
+    @classmethod
+    def check_combination(cls, params: dict[str, Any], where: str) -> None:
+        check_token_options_reach_a_tokenizer(params, where)
 
     def _build(self, collection: Any, cache_dir: Path | None) -> Any:
         return self._dense(collection, cache_dir)[0]
@@ -106,7 +125,7 @@ class PipelineHybrid(PipelineSystem):
     family = "pipeline.hybrid"
     description = "pipeline HybridRetriever (RRF of sparse + dense)"
     param_specs: ClassVar[dict[str, ParamSpec]] = {
-        **ANALYZER_PARAMS,
+        **SPARSE_PARAMS,
         **EMBEDDER_PARAMS,
         "rrf_k": ParamSpec(60, "int", "RRF constant k", minimum=1),
         "weights": ParamSpec([1.0, 1.0], "floats", "weights of [sparse, dense]", minimum=0.0),
@@ -148,7 +167,7 @@ class PipelineRerank(PipelineSystem):
     description = "pipeline BM25 top-100 -> CrossEncoderReranker (embedding cosine)"
     run_score = "raw_score"
     param_specs: ClassVar[dict[str, ParamSpec]] = {
-        **ANALYZER_PARAMS,
+        **SPARSE_PARAMS,
         **EMBEDDER_PARAMS,
         "first_stage_k": FIRST_STAGE_K,
     }
@@ -175,7 +194,7 @@ class PipelineRouted(PipelineSystem):
     family = "pipeline.routed"
     description = "pipeline RoutedRetriever (sparse or dense per query)"
     param_specs: ClassVar[dict[str, ParamSpec]] = {
-        **ANALYZER_PARAMS,
+        **SPARSE_PARAMS,
         **EMBEDDER_PARAMS,
         "router": ParamSpec("language", "str", "how a query picks its retriever", choices=("language", "keyword")),
         "keywords": ParamSpec([], "strs", "keyword router: words sending a query to sparse"),
@@ -205,15 +224,16 @@ class PipelineLateInteraction(PipelineSystem):
     description = "pipeline LateInteractionRetriever (BM25 -> MaxSim, wordllama token vectors)"
     run_score = "late_interaction_score"
     param_specs: ClassVar[dict[str, ParamSpec]] = {
-        **ANALYZER_PARAMS,
+        **SPARSE_PARAMS,
         "dim": EMBEDDER_PARAMS["dim"],
+        "lowercase": LOWERCASE,
         "first_stage_k": FIRST_STAGE_K,
     }
 
     def _build(self, collection: Any, cache_dir: Path | None) -> Any:
         return LateInteractionRetriever(
             self._sparse(collection),
-            WordLlamaTokenEncoder(self.params["dim"]),
+            WordLlamaTokenEncoder(self.params["dim"], self.analysis(collection)),
             LateInteractionScorer(maxsim),
             first_stage_k=self.params["first_stage_k"],
         )

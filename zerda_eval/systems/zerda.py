@@ -13,7 +13,7 @@ import weakref
 from pathlib import Path
 from typing import Any, ClassVar
 
-from retrieval.core import analyzer
+from retrieval.core import BM25Index
 from retrieval.zerda import (
     BM25Scorer,
     ChunkMetadata,
@@ -27,7 +27,12 @@ from retrieval.zerda import (
 )
 from retrieval.zerda.config import RRF_ORDERS
 from retrieval.zerda.models import content_hash
-from zerda_eval.errors import ConfigError, RunError
+from zerda_eval.errors import RunError
+from zerda_eval.systems.analysis import (
+    ANALYZER_PARAMS,
+    Analysis,
+    check_token_options_reach_a_tokenizer,
+)
 from zerda_eval.systems.base import ParamSpec, Results, System
 from zerda_eval.systems.encoders import EMBEDDER_PARAMS, CorpusVectors, MatrixVectorAdapter, corpus_vectors
 
@@ -35,23 +40,6 @@ BM25_PARAMS = {
     "k1": ParamSpec(1.5, "float", "BM25 term-frequency saturation", minimum=0.0),
     "b": ParamSpec(0.75, "float", "BM25 length normalisation", minimum=0.0, maximum=1.0),
 }
-ANALYZER_PARAMS = {
-    "normalization": ParamSpec(
-        None,
-        "str",
-        "Arabic light normalisation; default: the dataset's option",
-        choices=("none", "light"),
-        optional=True,
-    ),
-    "stemmer": ParamSpec(None, "str", "PyStemmer (Snowball) language", choices=("english", "arabic"), optional=True),
-}
-
-
-def collection_analyzer(params: dict[str, Any], collection: Any, stats: dict[str, Any]):
-    """The analyzer the params ask for; normalization falls back to the dataset's protocol option."""
-    normalization = params["normalization"] or collection.options.get("normalization", "none")
-    stats["analyzer"] = {"normalization": normalization, "stemmer": params["stemmer"]}
-    return analyzer(normalization, params["stemmer"])
 
 
 def collection_chunks(collection: Any) -> list[DocumentChunk]:
@@ -76,28 +64,52 @@ def _to_results(hits: list[Any]) -> Results:
 
 
 def vector_retriever(
-    collection: Any, params: dict[str, Any], min_score: float, cache_dir: Path | None
+    collection: Any, params: dict[str, Any], min_score: float, cache_dir: Path | None, analysis: Analysis
 ) -> VectorRetriever:
     """A ``VectorRetriever`` whose adapter serves the collection's cached embeddings."""
-    vectors = corpus_vectors(params["embedder"], params["dim"], collection.texts, cache_dir)
+    vectors = corpus_vectors(params["embedder"], params["dim"], collection.texts, cache_dir, analysis)
     adapter = MatrixVectorAdapter(collection_chunks(collection), vectors, min_score)
     config = ContextEngineConfig(RetrieverConfig(min_vector_score=min_score))
     return VectorRetriever(config, vector_store_adapter=adapter)
 
 
-class TunedKeywordRetriever(KeywordRetriever):
-    """seed 000 ``KeywordRetriever`` with its ``BM25Scorer`` built from k1 and b (the seed hard-codes defaults)."""
+class AnalyzedBM25Scorer(BM25Scorer):
+    """seed 000 ``BM25Scorer`` whose documents and queries are tokenized by ``analyze``.
 
-    def __init__(self, config: ContextEngineConfig, k1: float, b: float):
+    With ``analyze = retrieval.core.tokenize`` (every analysis option off) it is the seed's scorer.
+    ``last_top_score`` is the raw BM25 of the best hit of the last ``score`` call (before the
+    retriever divides by it).
+    """
+
+    def __init__(self, k1: float, b: float, analyze: Any):
+        super().__init__(k1=k1, b=b)
+        self.analyze = analyze
+        self.last_top_score: float | None = None
+
+    def index(self, documents: list[str]) -> None:
+        self._index = BM25Index(self.k1, self.b).fit([self.analyze(text) for text in documents])
+
+    def score(self, query: str, top_k: int = 20) -> list[tuple[int, float]]:
+        hits = self._index.top_k(self.analyze(query), top_k)
+        self.last_top_score = hits[0][1] if hits else None
+        return hits
+
+
+class TunedKeywordRetriever(KeywordRetriever):
+    """seed 000 ``KeywordRetriever`` with its ``BM25Scorer`` built from k1, b and the system's analyzer
+    (the seed hard-codes default k1, b and its tokenizer)."""
+
+    def __init__(self, config: ContextEngineConfig, k1: float, b: float, analyze: Any):
         super().__init__(config)
-        self._bm25 = BM25Scorer(k1=k1, b=b)
+        self._bm25 = AnalyzedBM25Scorer(k1=k1, b=b, analyze=analyze)
 
 
 class ZerdaKeyword(System):
     """seed 000 ``KeywordRetriever``: BM25, scores divided by the best of the top ``2k``.
 
     ``engine="fast"`` gives the same answers from ``retrieval.core.bm25_fast.SparseBM25`` (sparse
-    matrix, scipy) and is the only engine that takes analyzer options (the seed tokenizes itself).
+    matrix, scipy). Both engines tokenize with the system's analyzer (``ANALYZER_PARAMS``).
+    ``no_answer_threshold`` compares the raw BM25 of the top hit (before the division).
     """
 
     family = "zerda.keyword"
@@ -110,32 +122,26 @@ class ZerdaKeyword(System):
         **ANALYZER_PARAMS,
     }
 
-    @classmethod
-    def check_combination(cls, params: dict[str, Any], where: str) -> None:
-        custom = params["normalization"] not in (None, "none") or params["stemmer"] is not None
-        if params["engine"] == "reference" and custom:
-            raise ConfigError(
-                f'{where}: normalization/stemmer need engine = "fast" (the seed\'s BM25Scorer has its own tokenizer)'
-            )
-
     def _index(self, collection: Any, cache_dir: Path | None) -> None:
         p = self.params
         self._doc_ids = list(collection.doc_ids)
+        analysis = self.analysis(collection)
+        self._analyze = analysis.analyzer()
         if p["engine"] == "fast":
-            self._analyze = collection_analyzer(p, collection, self.stats)
-            self._fast = _sparse_bm25(collection.texts, self._analyze, p, self.stats["analyzer"], cache_dir)
+            self._fast = _sparse_bm25(collection.texts, self._analyze, p, analysis.describe(), cache_dir)
         else:
-            self.stats["analyzer"] = "seed tokenizer"
-            self._retriever = TunedKeywordRetriever(ContextEngineConfig(), p["k1"], p["b"])
+            self._retriever = TunedKeywordRetriever(ContextEngineConfig(), p["k1"], p["b"], self._analyze)
             self._retriever.index_chunks(collection_chunks(collection))
 
-    def _search(self, text: str, k: int) -> Results:
+    def _scored(self, text: str, k: int) -> tuple[Results, float | None]:
         if self.params["engine"] == "reference":
-            return _to_results(self._retriever.retrieve(text, k))
+            results = _to_results(self._retriever.retrieve(text, k))
+            return results, self._retriever._bm25.last_top_score if results else None
         indices, scores = self._fast.top_k_batch([self._analyze(text)], k * 2)
         rows, values = indices[0].tolist(), scores[0].tolist()
-        best = (max(values) if values else 0.0) or 1.0  # as KeywordRetriever: no match keeps 0.0 scores
-        return [(self._doc_ids[row], value / best) for row, value in zip(rows[:k], values[:k], strict=True)]
+        top = max(values) if values else None
+        best = top or 1.0  # as KeywordRetriever: no match keeps 0.0 scores
+        return [(self._doc_ids[row], value / best) for row, value in zip(rows[:k], values[:k], strict=True)], top
 
 
 def _sparse_bm25(texts: list[str], analyze: Any, params: dict[str, Any], described: dict, cache_dir: Path | None):
@@ -152,23 +158,20 @@ def _sparse_bm25(texts: list[str], analyze: Any, params: dict[str, Any], describ
 VECTOR_BACKENDS = ("adapter", "in_memory", "faiss", "chroma")
 
 
-def _vector_database(
-    backend: str, vectors: CorpusVectors, params: dict[str, Any], texts: list[str], cache_dir: Path | None
-):
+def _vector_database(backend: str, vectors: CorpusVectors, cache_dir: Path | None):
     """A FAISS (exact ``IndexFlatIP``) or persistent Chroma database that embeds queries with ``vectors``.
 
     Chroma lives in ``<cache_dir>/chroma`` (else a temporary directory removed with the database) in a
-    collection named by (embedder, dim, corpus hash), so a cached collection of the same corpus is reused,
-    never mixed.
+    collection named by ``vectors.fingerprint`` (embedder, its params, the texts it embedded), so a cached
+    collection of the same vectors is reused, never mixed.
     """
     if backend == "faiss":
         from retrieval.zerda.backends import FAISSVectorDatabase
 
         return FAISSVectorDatabase(vectors.embed_query)
     from retrieval.zerda.backends import ChromaVectorDatabase
-    from zerda_eval.embedding_cache import texts_sha256
 
-    name = f"zerda-{params['embedder']}-{params['dim']}-{texts_sha256(texts)[:32]}"
+    name = f"zerda-{vectors.fingerprint[:40]}"
     if cache_dir is not None:
         return ChromaVectorDatabase(vectors.embed_query, cache_dir / "chroma", collection_name=name)
     scratch = tempfile.TemporaryDirectory(prefix="zerda-chroma-")
@@ -177,17 +180,19 @@ def _vector_database(
     return database
 
 
-def backend_vector_retriever(collection: Any, params: dict[str, Any], cache_dir: Path | None) -> VectorRetriever:
+def backend_vector_retriever(
+    collection: Any, params: dict[str, Any], cache_dir: Path | None, analysis: Analysis
+) -> VectorRetriever:
     """A ``VectorRetriever`` in the mode ``params["backend"]`` names, over the collection's cached embeddings."""
     backend, min_score = params["backend"], params["min_vector_score"]
     if backend == "adapter":
-        return vector_retriever(collection, params, min_score, cache_dir)
-    vectors = corpus_vectors(params["embedder"], params["dim"], collection.texts, cache_dir)
+        return vector_retriever(collection, params, min_score, cache_dir, analysis)
+    vectors = corpus_vectors(params["embedder"], params["dim"], collection.texts, cache_dir, analysis)
     config = ContextEngineConfig(RetrieverConfig(min_vector_score=min_score))
     chunks = collection_chunks(collection)
     if backend == "in_memory":
         return VectorRetriever(config, chunks=chunks, embeddings=list(vectors.matrix), embed_fn=vectors.embed_query)
-    database = _vector_database(backend, vectors, params, list(collection.texts), cache_dir)
+    database = _vector_database(backend, vectors, cache_dir)
     retriever = VectorRetriever(config)
     if len(database) == len(chunks):  # a persisted Chroma collection of this very corpus and embedder
         retriever.index_vector_db([], database)
@@ -221,6 +226,7 @@ class ZerdaVector(System):
     description = "zerda VectorRetriever (cosine over offline embeddings)"
     param_specs: ClassVar[dict[str, ParamSpec]] = {
         **EMBEDDER_PARAMS,
+        **ANALYZER_PARAMS,
         "min_vector_score": ParamSpec(0.0, "float", "drop hits below this cosine", minimum=-1.0, maximum=1.0),
         "backend": ParamSpec(
             "adapter",
@@ -230,8 +236,12 @@ class ZerdaVector(System):
         ),
     }
 
+    @classmethod
+    def check_combination(cls, params: dict[str, Any], where: str) -> None:
+        check_token_options_reach_a_tokenizer(params, where)
+
     def _index(self, collection: Any, cache_dir: Path | None) -> None:
-        self._retriever = backend_vector_retriever(collection, self.params, cache_dir)
+        self._retriever = backend_vector_retriever(collection, self.params, cache_dir, self.analysis(collection))
 
     def _search(self, text: str, k: int) -> Results:
         return _to_results(self._retriever.retrieve(text, k))
@@ -259,13 +269,17 @@ class ZerdaMetadata(System):
 
 
 class ZerdaHybrid(System):
-    """seed 000 ``HybridRetriever`` over vector + keyword; ``rrf_order`` picks the documented or fixed RRF step."""
+    """seed 000 ``HybridRetriever`` over vector + keyword; ``rrf_order`` picks the documented or fixed RRF step.
+
+    The analysis options reach both branches: the keyword branch's tokens and the vector branch's text.
+    """
 
     family = "zerda.hybrid"
     description = "zerda HybridRetriever (weighted vector+keyword, RRF bonus)"
     param_specs: ClassVar[dict[str, ParamSpec]] = {
         **EMBEDDER_PARAMS,
         **BM25_PARAMS,
+        **ANALYZER_PARAMS,
         "vector_weight": ParamSpec(0.6, "float", "weight of the vector score", minimum=0.0),
         "keyword_weight": ParamSpec(0.3, "float", "weight of the keyword score", minimum=0.0),
         "rrf_order": ParamSpec(
@@ -290,9 +304,10 @@ class ZerdaHybrid(System):
                 vector_weight=p["vector_weight"], keyword_weight=p["keyword_weight"], rrf_order=p["rrf_order"]
             )
         )
-        keyword = TunedKeywordRetriever(config, p["k1"], p["b"])
+        analysis = self.analysis(collection)
+        keyword = TunedKeywordRetriever(config, p["k1"], p["b"], analysis.analyzer())
         keyword.index_chunks(collection_chunks(collection))
-        vector = vector_retriever(collection, p, config.retriever.min_vector_score, cache_dir)
+        vector = vector_retriever(collection, p, config.retriever.min_vector_score, cache_dir, analysis)
         self._retriever = HybridRetriever(config, vector_retriever=vector, keyword_retriever=keyword)
         self.stats["duplicates_collapsed"] = duplicates_collapsed(list(collection.texts))
 

@@ -70,3 +70,29 @@ def test_analyzer_english_stemmer():
 def test_analyzer_rejects_unknown_normalisation():
     with pytest.raises(ValueError, match="light"):
         analyzer("heavy")
+
+
+def test_analyzer_none_strings_mean_off_and_keep_the_seed_tokenizer():
+    assert analyzer("none", "none", "none") is tokenize  # TOML has no null: "none" is how a grid says "off"
+
+
+def test_analyzer_removes_stopwords_before_stemming():
+    # "the", "are", "in" are in scikit-learn's English list; "running" -> "run" only after removal
+    assert analyzer(stopwords="english")("The cats are running in houses") == ["cats", "running", "houses"]
+    assert analyzer(stemmer="english", stopwords="english")("The cats are running in houses") == ["cat", "run", "hous"]
+
+
+def test_analyzer_arabic_stopwords_match_with_and_without_light_normalisation():
+    text = "ذهب الولد إلى المدرسة في الصباح"
+    assert analyzer(stopwords="arabic")(text) == ["ذهب", "الولد", "المدرسة", "الصباح"]
+    assert analyzer("light", stopwords="arabic")(text) == ["ذهب", "الولد", "المدرسه", "الصباح"]  # "الي" removed too
+    assert analyzer("light", "arabic", "arabic")(text) == ["ذهب", "ولد", "مدرسه", "صباح"]
+
+
+def test_analyzer_takes_any_pystemmer_language_and_rejects_others():
+    assert analyzer(stemmer="porter")("running") == ["run"]
+    assert analyzer(stemmer="french")("chanteuses") == ["chanteux"]
+    with pytest.raises(ValueError, match="unknown stemmer 'klingon'"):
+        analyzer(stemmer="klingon")
+    with pytest.raises(ValueError, match="unknown stopword list 'french'"):
+        analyzer(stopwords="french")("text")

@@ -57,6 +57,7 @@ def test_labelled_corpus_fitted_and_deterministic():
         "dim": 3,
         "normalization": "none",
         "stemmer": None,
+        "stopwords": None,
         "min_df": 1,
         "sublinear_tf": True,
         "random_state": 0,

@@ -50,6 +50,7 @@ def test_beir_folder(beir_folder):
         "split": "test",
         "ignore_identical_ids": True,
         "normalization": "none",
+        "title": True,
     }
 
 

@@ -211,7 +211,8 @@ def build_run_dir(out: Path, collections: dict[str, tuple[dict, dict, dict]], na
     config = {
         "experiment": {"name": name, "depth": DEPTH, "measures": MEASURES, "seed": 13},
         "datasets": [{"id": d} for d in collections],
-        "systems": [{"name": n} for n in ("bm25", "bm25_tuned", "trigram", "hybrid")],
+        "systems": [{"name": n} for n in ("bm25", "bm25_tuned", "trigram")]
+        + [{"name": "hybrid", "grid": {"rrf_order": ["as_documented", "fixed"]}}],
         "fusions": [{"name": "rrf", "method": "rrf"}, {"name": "wrrf", "method": "rrf"}],
         "compare": {"baseline": "bm25", "tests": ["t-test", "fisher"], "correction": "holm"},
         "study": {"rrf_order": {"system": "hybrid"}},

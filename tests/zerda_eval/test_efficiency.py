@@ -1,0 +1,97 @@
+"""Efficiency labels: a fusion's costs include its inputs', peak RSS is the cell's own window."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from zerda_eval.config import load_experiment
+from zerda_eval.measures import RssWindow
+from zerda_eval.runner import run_experiment
+
+DOCS = {"d1": "bm25 ranks by term frequency", "d2": "dense retrieval embeds text", "d3": "rank fusion of lists"}
+QUERIES = {"q1": "bm25 term frequency", "q2": "rank fusion", "q3": "dense text"}
+
+
+def experiment(tmp_path: Path) -> Path:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "corpus.tsv").write_text("".join(f"{k}\t{v}\n" for k, v in DOCS.items()), encoding="utf-8")
+    (data / "queries.tsv").write_text("".join(f"{k}\t{v}\n" for k, v in QUERIES.items()), encoding="utf-8")
+    (data / "qrels.txt").write_text("q1 0 d1 1\nq2 0 d3 1\nq3 0 d2 1\n", encoding="utf-8")
+    path = tmp_path / "fusion.toml"
+    path.write_text(
+        f"""
+[experiment]
+name = "fusion-costs"
+output_dir = "{tmp_path / "runs"}"
+cache_dir = "{tmp_path / "cache"}"
+depth = 10
+measures = ["ndcg@10"]
+
+[[datasets]]
+name = "tiny"
+path = "{data}"
+format = "trec"
+
+[[systems]]
+name = "bm25"
+family = "zerda.keyword"
+
+[[systems]]
+name = "sparse"
+family = "pipeline.sparse"
+
+[[fusions]]
+name = "rrf"
+inputs = ["bm25", "sparse"]
+method = "rrf"
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_a_fusion_costs_its_inputs_plus_the_fusing_step(tmp_path: Path) -> None:
+    config = experiment(tmp_path)
+    table = run_experiment(load_experiment(config), progress=False).set_index("system")
+    results = {
+        path.parent.name: json.loads(path.read_text(encoding="utf-8"))
+        for path in (tmp_path / "runs" / "cells").glob("*/result.json")
+    }
+    by_system = {r["system"]: r for r in results.values()}
+    bm25, sparse, rrf = (by_system[name] for name in ("bm25", "sparse", "rrf"))
+    per_query = {qid: bm25["stats"]["latency_ms"][qid] + sparse["stats"]["latency_ms"][qid] for qid in QUERIES}
+    fused = rrf["stats"]["latency_ms"]
+    assert all(fused[qid] > per_query[qid] for qid in QUERIES)  # inputs plus a positive fusing time
+    fusing = np.array([fused[qid] - per_query[qid] for qid in QUERIES])
+    assert table.loc["rrf", "latency_mean_ms"] == pytest.approx(np.mean(list(fused.values())))
+    assert (
+        table.loc["rrf", "latency_mean_ms"]
+        > table.loc["bm25", "latency_mean_ms"] + table.loc["sparse", "latency_mean_ms"]
+    )
+    slowest = [max(bm25["stats"]["latency_ms"][q], sparse["stats"]["latency_ms"][q]) for q in QUERIES]
+    assert table.loc["rrf", "latency_parallel_mean_ms"] == pytest.approx(np.mean(np.array(slowest) + fusing))
+    assert table.loc["rrf", "index_time_s"] == pytest.approx(
+        table.loc["bm25", "index_time_s"] + table.loc["sparse", "index_time_s"]
+    )
+    assert table.loc["rrf", "index_time_parallel_s"] == pytest.approx(
+        max(table.loc["bm25", "index_time_s"], table.loc["sparse", "index_time_s"])
+    )
+    assert table.loc["rrf", "qps"] < min(table.loc["bm25", "qps"], table.loc["sparse", "qps"])
+    for name in ("bm25", "sparse"):  # a single system: parallel = serial
+        assert table.loc[name, "latency_parallel_mean_ms"] == table.loc[name, "latency_mean_ms"]
+
+
+def test_peak_rss_is_the_cells_own_window() -> None:
+    first = RssWindow()
+    if first.scope != "cell":
+        pytest.skip("the kernel's RSS high-water mark cannot be reset here (not Linux)")
+    block = np.ones(160 * 1024 * 1024 // 8)  # 160 MB, touched
+    big = first.peak_mb()
+    del block
+    second = RssWindow()  # a later cell that allocates nothing big
+    assert second.peak_mb() < big - 100  # a process-wide high-water mark would repeat the earlier peak
