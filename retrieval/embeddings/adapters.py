@@ -13,7 +13,19 @@ from types import ModuleType
 
 import numpy as np
 
-from retrieval.embeddings.base import BaseEmbedder, EmbedderUnavailable, check_positive_int, first_line
+from retrieval.embeddings.base import (
+    BaseEmbedder,
+    EmbedderUnavailable,
+    check_model_dim,
+    check_positive_int,
+    first_line,
+)
+from retrieval.embeddings.batching import encode_in_chunks
+from retrieval.embeddings.packaged import folder_sha256
+
+# Texts given to sentence-transformers at a time: it sorts each chunk by length before batching (little
+# padding); the progress bar advances once per chunk.
+ST_CHUNK = 512
 
 
 def import_optional(module: str, package: str) -> ModuleType:
@@ -44,9 +56,15 @@ def resolve_local_model(model: str | Path, library: str) -> Path:
 
 
 class SentenceTransformerEmbedder(BaseEmbedder):
-    """A sentence-transformers model from a local directory (or filled cache), run on CPU."""
+    """A sentence-transformers model from a local directory (or filled cache), run on CPU.
 
-    def __init__(self, model: str, batch_size: int = 32, device: str = "cpu"):
+    The harness names it ``st:/path/to/model``. ``params`` carry a hash of the folder's files, so
+    vectors cached for one model are never served for another saved later under the same path.
+    """
+
+    def __init__(
+        self, model: str, batch_size: int = 32, device: str = "cpu", dim: int | None = None, progress: bool = True
+    ):
         check_positive_int("sentence-transformers batch_size", batch_size)
         st = import_optional("sentence_transformers", "sentence-transformers")
         path = resolve_local_model(model, "sentence-transformers")
@@ -55,12 +73,19 @@ class SentenceTransformerEmbedder(BaseEmbedder):
         except Exception as exc:
             raise EmbedderUnavailable(f"sentence-transformers cannot load {str(path)!r}: {first_line(exc)}") from exc
         self.name = "sentence-transformers"
-        self.dim = int(self._model.get_sentence_embedding_dimension())
+        # sentence-transformers 5.x renamed get_sentence_embedding_dimension; older releases only have the old name.
+        size = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        self.dim = int(size())
+        check_model_dim(f"sentence-transformers model {str(model)!r}", dim, self.dim)
         self.batch_size = batch_size
-        self.params = {"model": str(model), "batch_size": batch_size}
+        self.progress = progress
+        self.params = {"model": str(model), "model_sha256": folder_sha256(path), "batch_size": batch_size}
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        return self._model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True)
+        return encode_in_chunks(texts, ST_CHUNK, self._encode_chunk, "sentence-transformers", self.progress)
+
+    def _encode_chunk(self, texts: list[str]) -> np.ndarray:
+        return self._model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False)
 
 
 class FastEmbedEmbedder(BaseEmbedder):

@@ -88,13 +88,24 @@ class BaseEmbedder(ABC):
         return self
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed ``texts`` into a float32 ``(len(texts), dim)`` matrix of unit (or zero) rows."""
+        """Embed ``texts`` (documents) into a float32 ``(len(texts), dim)`` matrix of unit (or zero) rows."""
+        return self._checked(texts, self._encode)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed search queries; the same as ``embed`` unless the model encodes queries differently (e5)."""
+        return self._checked(texts, self._encode_queries)
+
+    def _checked(self, texts: Sequence[str], encode: Any) -> np.ndarray:
         if isinstance(texts, str):
             raise TypeError(f"embedder {self.name!r} takes a sequence of texts, not a single string")
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return finish_embeddings(self._encode(texts), len(texts), self.dim, self.name)
+        return finish_embeddings(encode(texts), len(texts), self.dim, self.name)
+
+    def _encode_queries(self, texts: list[str]) -> np.ndarray:
+        """Raw query vectors; models with a query side (e5's ``query: `` prefix) override this."""
+        return self._encode(texts)
 
     @abstractmethod
     def _encode(self, texts: list[str]) -> np.ndarray:
@@ -104,10 +115,28 @@ class BaseEmbedder(ABC):
         return f"{type(self).__name__}({self.params})"
 
 
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """``embedder.embed_queries(texts)`` when it has one (query/passage models such as e5), else ``embed``.
+
+    ``embed_queries`` is optional in the contract so that any object with ``embed`` stays an embedder;
+    ``embed`` is always the document (passage) side, which is what the corpus cache stores.
+    """
+    method = getattr(embedder, "embed_queries", None)
+    return method(texts) if callable(method) else embedder.embed(texts)
+
+
 def check_positive_int(key: str, value: Any) -> None:
     """Raise ``EmbedderError`` naming ``key`` unless ``value`` is a positive integer."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise EmbedderError(f"{key} must be a positive integer, got {value!r}")
+
+
+def check_model_dim(name: str, dim: Any, native: int) -> None:
+    """A pretrained model has one size: ``dim`` may be omitted (``None``) or equal to it, nothing else."""
+    if dim is not None and dim != native:
+        raise EmbedderError(
+            f"{name} vectors have {native} dimensions, not dim={dim!r}; remove dim or set dim = {native}"
+        )
 
 
 def first_line(exc: BaseException) -> str:

