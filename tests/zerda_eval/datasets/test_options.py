@@ -50,7 +50,6 @@ def test_the_config_records_the_options_the_loader_applies(tmp_path: Path, given
     if given.get("format") == "trec":
         (folder / "qrels" / "test.tsv").write_text("1 0 2 1\n2 0 2 1\n", encoding="utf-8")
     recorded = _experiment({"path": str(folder), "name": "lib", **given})
-    recorded.pop("fingerprint")
     assert recorded == load_collection("lib", path=folder, **given).options
 
 
