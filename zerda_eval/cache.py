@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 from filelock import FileLock
 
+from retrieval.embeddings.packaged import file_sha256 as sha256_of_file
 from zerda_eval.errors import RunError
 
 TMP_PREFIX = ".tmp-"
@@ -139,17 +140,8 @@ def file_sha256(path: Path) -> str:
     key = (str(Path(path).absolute()), info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
     digest = _DIGESTS.get(key)
     if digest is None:
-        digest = _DIGESTS[key] = _digest_file(Path(path))
+        digest = _DIGESTS[key] = sha256_of_file(Path(path))
     return digest
-
-
-def _digest_file(path: Path) -> str:
-    """SHA-256 hex of a file's bytes, read in blocks (a large file is never held in memory)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def seal(result: dict[str, Any], files: dict[str, bytes]) -> dict[str, Any]:

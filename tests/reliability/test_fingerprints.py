@@ -84,8 +84,8 @@ def test_content_hash_is_memoised_by_path_size_mtime_and_inode(tmp_path, monkeyp
     path.write_text("q1\td1\t1\n", encoding="utf-8")
     first = fingerprint.file_sha256(path)
     calls = []
-    real = fingerprint._digest_file
-    monkeypatch.setattr(fingerprint, "_digest_file", lambda p: calls.append(p) or real(p))
+    real = fingerprint.sha256_of_file
+    monkeypatch.setattr(fingerprint, "sha256_of_file", lambda p: calls.append(p) or real(p))
     assert fingerprint.file_sha256(path) == first and not calls  # memoised
     replacement = tmp_path / "new.tsv"
     replacement.write_text("q1\td2\t1\n", encoding="utf-8")
