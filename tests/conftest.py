@@ -52,3 +52,26 @@ def scifact(shared_dir: Path) -> BeirCorpus:
     if not (folder / "corpus.jsonl").is_file():
         pytest.skip(f"SciFact not found under {folder.resolve()}")
     return read_beir(folder)
+
+
+def write_trec_folder(
+    folder: Path, docs: dict[str, str], queries: dict[str, str], qrels: list[tuple[str, str, int]]
+) -> Path:
+    """A toy user collection in the TREC format (``corpus.tsv``, ``queries.tsv``, 4-column ``qrels.txt``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "corpus.tsv").write_text("".join(f"{k}\t{v}\n" for k, v in docs.items()), encoding="utf-8")
+    (folder / "queries.tsv").write_text("".join(f"{k}\t{v}\n" for k, v in queries.items()), encoding="utf-8")
+    (folder / "qrels.txt").write_text("".join(f"{q} 0 {d} {r}\n" for q, d, r in qrels), encoding="utf-8")
+    return folder
+
+
+def experiment_header(tmp_path: Path, name: str, measures: str = '["ndcg@10"]') -> str:
+    """The ``[experiment]`` table of a test grid: runs and caches under ``tmp_path``, depth 10."""
+    return f"""
+[experiment]
+name = "{name}"
+output_dir = "{tmp_path / "runs"}"
+cache_dir = "{tmp_path / "cache"}"
+depth = 10
+measures = {measures}
+"""

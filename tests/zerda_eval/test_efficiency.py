@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.conftest import experiment_header, write_trec_folder
 from zerda_eval.config import load_experiment
 from zerda_eval.measures import RssWindow
 from zerda_eval.runner import run_experiment
@@ -17,21 +18,11 @@ QUERIES = {"q1": "bm25 term frequency", "q2": "rank fusion", "q3": "dense text"}
 
 
 def experiment(tmp_path: Path) -> Path:
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "corpus.tsv").write_text("".join(f"{k}\t{v}\n" for k, v in DOCS.items()), encoding="utf-8")
-    (data / "queries.tsv").write_text("".join(f"{k}\t{v}\n" for k, v in QUERIES.items()), encoding="utf-8")
-    (data / "qrels.txt").write_text("q1 0 d1 1\nq2 0 d3 1\nq3 0 d2 1\n", encoding="utf-8")
+    data = write_trec_folder(tmp_path / "data", DOCS, QUERIES, [("q1", "d1", 1), ("q2", "d3", 1), ("q3", "d2", 1)])
     path = tmp_path / "fusion.toml"
     path.write_text(
-        f"""
-[experiment]
-name = "fusion-costs"
-output_dir = "{tmp_path / "runs"}"
-cache_dir = "{tmp_path / "cache"}"
-depth = 10
-measures = ["ndcg@10"]
-
+        experiment_header(tmp_path, "fusion-costs")
+        + f"""
 [[datasets]]
 name = "tiny"
 path = "{data}"

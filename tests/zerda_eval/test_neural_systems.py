@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import experiment_header, write_trec_folder
 from zerda_eval.config import load_experiment
 from zerda_eval.errors import ConfigError, RunError
 from zerda_eval.runner import read_trec, run_experiment
@@ -44,25 +45,15 @@ def model_cache(tmp_path_factory):
 
 
 def write_experiment(tmp_path: Path) -> Path:
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "corpus.tsv").write_text("".join(f"{k}\t{v}\n" for k, v in DOCS.items()), encoding="utf-8")
-    (data / "queries.tsv").write_text("".join(f"{k}\t{v}\n" for k, v in QUERIES.items()), encoding="utf-8")
-    (data / "qrels.txt").write_text("".join(f"{q} 0 {d} {r}\n" for q, d, r in QRELS), encoding="utf-8")
+    data = write_trec_folder(tmp_path / "data", DOCS, QUERIES, QRELS)
     systems = "".join(
         f'\n[[systems]]\nname = "{family}"\nfamily = "{family}"\ngrid = {{ embedder = {NEURAL!r} }}\n'
         for family in FAMILIES
     ).replace("'", '"')
     path = tmp_path / "neural.toml"
     path.write_text(
-        f"""
-[experiment]
-name = "neural"
-output_dir = "{tmp_path / "runs"}"
-cache_dir = "{tmp_path / "cache"}"
-depth = 10
-measures = ["ndcg@10"]
-
+        experiment_header(tmp_path, "neural")
+        + f"""
 [[datasets]]
 name = "toy"
 path = "{data}"

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.conftest import write_trec_folder
 from zerda_eval.cache import TMP_PREFIX
 from zerda_eval.config import load_experiment
 from zerda_eval.runner import read_trec, run_experiment
@@ -31,11 +32,7 @@ QRELS = [("q1", "d1", 2), ("q1", "d4", 1), ("q2", "d3", 1), ("q3", "d5", 1), ("q
 
 
 def make_experiment(tmp_path: Path, n_b: int = 3) -> Path:
-    data = tmp_path / "data"
-    data.mkdir(exist_ok=True)
-    (data / "corpus.tsv").write_text("".join(f"{k}\t{v}\n" for k, v in DOCS.items()), encoding="utf-8")
-    (data / "queries.tsv").write_text("".join(f"{k}\t{v}\n" for k, v in QUERIES.items()), encoding="utf-8")
-    (data / "qrels.txt").write_text("".join(f"{q} 0 {d} {r}\n" for q, d, r in QRELS), encoding="utf-8")
+    data = write_trec_folder(tmp_path / "data", DOCS, QUERIES, QRELS)
     bs = ", ".join(str(round(0.1 * i, 2)) for i in range(n_b))
     config = f"""
 [experiment]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import experiment_header
 from zerda_eval.config import resolve_experiment
 from zerda_eval.datasets import load_collection
 from zerda_eval.datasets.collection import NO_ANSWER_ID
@@ -104,14 +105,8 @@ def test_the_cli_prints_the_warning_on_one_line_and_the_result_records_the_count
     folder = _folder(tmp_path / "cli-lib", "query-id\tcorpus-id\tscore\n1\t1\t1\n2\t2\t1\n")
     config = tmp_path / "lib.toml"
     config.write_text(
-        f"""
-[experiment]
-name = "lib"
-output_dir = "{tmp_path / "runs"}"
-cache_dir = "{tmp_path / "cache"}"
-depth = 10
-measures = ["ndcg@10"]
-
+        experiment_header(tmp_path, "lib")
+        + f"""
 [[datasets]]
 name = "cli-lib"
 path = "{folder}"
