@@ -1,6 +1,6 @@
 """Evaluating a 300-query x 1,000-doc SciFact run (nDCG@10, MRR@10, R@100, MAP@100), objects built included.
 
-Ours is ``zerda_eval.measures.evaluate_run`` (tie-break, ranx objects, ranx evaluate); peers are
+Ours is ``zerda_eval.evaluation.measures.evaluate_run`` (tie-break, ranx objects, ranx evaluate); peers are
 ranx from dicts (warm: numba already compiled) and ``pytrec_eval`` (its closest measures:
 ``ndcg_cut.10``, ``recip_rank`` (no cut-off), ``recall.100``, ``map_cut.100``).
 Target: ours >= 1.0x pytrec_eval. 15 rounds each (fastest kept): single rounds of all three moved by up to 1.7x here.
@@ -38,7 +38,7 @@ def run_and_qrels() -> tuple[dict[str, list[tuple[str, float]]], dict[str, dict[
 def test_evaluate_run(timed, run_and_qrels, system: str) -> None:
     run, qrels = run_and_qrels
     if system == "ours evaluate_run":
-        from zerda_eval.measures import evaluate_run
+        from zerda_eval.evaluation.measures import evaluate_run
 
         evaluate, role = (lambda: evaluate_run(run, qrels, MEASURES)), "ours"
     elif system == "ranx from dicts":

@@ -1,6 +1,6 @@
 """Fusing two 300-query x 100-doc SciFact runs (CombSUM, CombMNZ, weighted sum; min-max), query by query.
 
-Ours is ``zerda_eval.fusion.fuse_runs`` called per query, as a grid cell calls it (each query's fusion is
+Ours is ``zerda_eval.fusion.methods.fuse_runs`` called per query, as a grid cell calls it (each query's fusion is
 timed for the latency columns); the peer is ranx's ``fuse`` (warm) on the same single-query runs, which
 is what the harness called before. Both give the same numbers (``tests/zerda_eval/test_fusion.py``).
 """
@@ -45,10 +45,10 @@ def test_fuse_query_by_query(timed, two_runs, method: str, system: str) -> None:
     params = {"weights": [0.3, 0.7]} if method == "wsum" else {}
     qids = list(two_runs[0])
     if system == "ours fuse_runs":
-        from zerda_eval.fusion import fuse_runs
+        from zerda_eval.fusion.methods import fuse_runs
 
         def fuse_all():  # type: ignore[no-untyped-def]
-            return [fuse_runs(method, [{q: run[q]} for run in two_runs], norm="min-max", **params) for q in qids]
+            return [fuse_runs(method, [{q: run[q]} for run in two_runs], score_norm="min-max", **params) for q in qids]
 
         role = "ours"
     else:

@@ -24,7 +24,7 @@ from zerda_eval import __version__
 from zerda_eval.errors import ConfigError, RunError, ZerdaEvalError, ZerdaEvalWarning
 
 if TYPE_CHECKING:
-    from zerda_eval.distributed import Scheduler
+    from zerda_eval.execution.executors import Scheduler
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
 TABLE_MEASURES = ("ndcg@10", "mrr@10", "recall@100", "map@100", "precision@10")
@@ -103,9 +103,9 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from zerda_eval.config import load_experiment
-    from zerda_eval.distributed import open_executor
-    from zerda_eval.runner import run_experiment
+    from zerda_eval.execution.executors import open_executor
+    from zerda_eval.execution.runner import run_experiment
+    from zerda_eval.spec.experiment import load_experiment
 
     try:
         scheduler = _scheduler(args)
@@ -144,7 +144,7 @@ def _write_report(run_dir: Path, report_dir: Path, rebuild: str) -> Path:
 
 def _scheduler(args: argparse.Namespace) -> Scheduler:
     """``--scheduler``, with ``--jobs N`` (N > 1) as a shorthand for ``local:N``."""
-    from zerda_eval.distributed import Scheduler, parse_scheduler
+    from zerda_eval.execution.executors import Scheduler, parse_scheduler
 
     scheduler = parse_scheduler(args.scheduler)
     if args.jobs == 1:
@@ -162,10 +162,8 @@ def _datasets(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from zerda_eval.runner import check_run_dir
+    from zerda_eval.store.run_dir import check_run_dir
 
-    if not (args.run_dir / "experiment.json").is_file():
-        raise RunError(f"{args.run_dir}: not a run directory (no experiment.json); give the output_dir of a run")
     check_run_dir(args.run_dir)
     report_dir = args.out or Path("reports") / args.run_dir.name
     print(_write_report(args.run_dir, report_dir, f"zerda-eval report {args.run_dir} --out DIR"))

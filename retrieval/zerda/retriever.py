@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -367,18 +367,34 @@ class HybridRetriever:
 
     def _apply_rrf(self, chunks_list: list[ScoredChunk], ranked_lists: list[list[ScoredChunk]]) -> None:
         """Step 6: add ``0.20 * rrf / max_rrf`` to each composite, rrf summed over the unmerged lists."""
-        rrf = rrf_scores([[hit.content_hash for hit in hits] for hits in ranked_lists], k=self.RRF_K)
-        max_rrf = max(rrf.values())
+        rrf, bonus = rrf_bonuses([[hit.content_hash for hit in hits] for hits in ranked_lists], self.RRF_K)
         for sc in chunks_list:
             sc.rrf_score = rrf.get(sc.content_hash, 0.0)
-            sc.composite_score += self.RRF_BONUS_WEIGHT * sc.rrf_score / max_rrf
+            sc.composite_score += bonus.get(sc.content_hash, 0.0)
 
     def _apply_weights(self, chunks_list: list[ScoredChunk]) -> None:
         """Step 7: the weighted composite, assigned with ``=`` (overwrites what came before)."""
         cfg = self.cfg
+        weights = (cfg.vector_weight, cfg.keyword_weight, cfg.metadata_weight)
         for sc in chunks_list:
-            sc.composite_score = (
-                sc.vector_score * cfg.vector_weight
-                + sc.keyword_score * cfg.keyword_weight
-                + sc.metadata_score * cfg.metadata_weight
-            )
+            sc.composite_score = weighted_sum((sc.vector_score, sc.keyword_score, sc.metadata_score), weights)
+
+
+def rrf_bonuses(ranked_lists: Sequence[Sequence[Hashable]], k: int = HybridRetriever.RRF_K) -> tuple[dict, dict]:
+    """Step 6 on ranked lists of keys: each key's raw RRF score and its bonus ``0.20 * rrf / max_rrf``.
+
+    ``HybridRetriever`` and the harness's ``zerda`` fusion method both compute the bonus here.
+    """
+    rrf = rrf_scores([list(keys) for keys in ranked_lists], k=k)
+    top = max(rrf.values(), default=0.0)
+    if top <= 0:
+        return rrf, dict.fromkeys(rrf, 0.0)
+    return rrf, {key: HybridRetriever.RRF_BONUS_WEIGHT * value / top for key, value in rrf.items()}
+
+
+def weighted_sum(scores: Sequence[float], weights: Sequence[float]) -> float:
+    """Step 7's composite ``sum(score_i * weight_i)``, added in branch order (as the seed's expression)."""
+    total = 0.0
+    for score, weight in zip(scores, weights, strict=True):
+        total += score * weight
+    return total

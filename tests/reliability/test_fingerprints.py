@@ -78,14 +78,14 @@ def test_a_file_outside_the_folder_is_fingerprinted(cli, tmp_path):
 
 
 def test_content_hash_is_memoised_by_path_size_mtime_and_inode(tmp_path, monkeypatch):
-    from zerda_eval import cache as fingerprint
+    from zerda_eval import hashing as fingerprint
 
     path = tmp_path / "qrels.tsv"
     path.write_text("q1\td1\t1\n", encoding="utf-8")
     first = fingerprint.file_sha256(path)
     calls = []
-    real = fingerprint.sha256_of_file
-    monkeypatch.setattr(fingerprint, "sha256_of_file", lambda p: calls.append(p) or real(p))
+    real = fingerprint._sha256_of_file
+    monkeypatch.setattr(fingerprint, "_sha256_of_file", lambda p: calls.append(p) or real(p))
     assert fingerprint.file_sha256(path) == first and not calls  # memoised
     replacement = tmp_path / "new.tsv"
     replacement.write_text("q1\td2\t1\n", encoding="utf-8")
@@ -272,8 +272,8 @@ def test_unusable_ir_datasets_home_is_one_line(where, tmp_path):
 
 
 def test_editing_a_scorer_invalidates_exactly_the_cells_that_use_it(monkeypatch, tmp_path):
-    from zerda_eval import code_fingerprint
-    from zerda_eval.config import load_experiment
+    from zerda_eval.spec import code_fingerprint
+    from zerda_eval.spec.experiment import load_experiment
 
     systems = [
         {"name": "bm25", "family": "zerda.keyword", "params": {"engine": "fast"}},
@@ -303,9 +303,9 @@ def test_editing_a_scorer_invalidates_exactly_the_cells_that_use_it(monkeypatch,
 
 
 def test_fingerprint_follows_imports_into_retrieval():
-    from zerda_eval.code_fingerprint import modules_of
+    from zerda_eval.spec.code_fingerprint import modules_of
 
     keyword = modules_of("zerda_eval.systems.zerda")
-    assert {"retrieval.core.bm25_fast", "retrieval.core.bm25", "zerda_eval.index_cache"} <= keyword
+    assert {"retrieval.core.bm25_fast", "retrieval.core.bm25", "zerda_eval.store.indexes"} <= keyword
     assert "retrieval.pipeline.sparse" not in keyword
     assert "retrieval.pipeline.sparse" in modules_of("zerda_eval.systems.pipeline")

@@ -1,4 +1,4 @@
-"""Properties of ``zerda_eval.measures``: bounds, the perfect run, and agreement with trec_eval.
+"""Properties of ``zerda_eval.evaluation.measures``: bounds, the perfect run, and agreement with trec_eval.
 
 The reference is ``pytrec_eval`` (trec_eval) fed with the harness's documented tie-break rule
 (score descending, then doc id ascending), implemented here independently as rank scores.
@@ -11,7 +11,8 @@ import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zerda_eval.measures import evaluate_run, mean_values, tie_break
+from zerda_eval.evaluation.measures import evaluate_run, mean_values
+from zerda_eval.evaluation.ranking import tie_break
 
 SETTINGS = settings(max_examples=60, deadline=None)
 MEASURES = ["ndcg@10", "mrr@10", "recall@100", "map@100", "precision@10", "ndcg@3", "precision@5"]

@@ -262,7 +262,7 @@ def test_concurrent_runs_finish_with_identical_results(n_runs, cli, tmp_path):
 
 
 def test_start_up_clean_up_spares_temporary_files_of_live_processes(tmp_path):
-    from zerda_eval.cache import remove_temp_files, temp_prefix
+    from zerda_eval.store.files import remove_temp_files, temp_prefix
 
     cell = tmp_path / "cells" / "abc"
     cell.mkdir(parents=True)

@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from zerda_eval import code_fingerprint
-from zerda_eval.code_fingerprint import modules_of
+from zerda_eval.spec import code_fingerprint
+from zerda_eval.spec.code_fingerprint import modules_of
 
 
 @pytest.fixture

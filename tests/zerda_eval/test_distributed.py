@@ -17,9 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from zerda_eval.cache import TMP_PREFIX
-from zerda_eval.config import resolve_experiment
-from zerda_eval.distributed import (
+from zerda_eval.errors import ConfigError, RunError
+from zerda_eval.execution.executors import (
     DaskExecutor,
     Scheduler,
     open_executor,
@@ -27,8 +26,9 @@ from zerda_eval.distributed import (
     run_serially,
     task_key,
 )
-from zerda_eval.errors import ConfigError, RunError
-from zerda_eval.runner import run_experiment
+from zerda_eval.execution.runner import run_experiment
+from zerda_eval.spec.experiment import resolve_experiment
+from zerda_eval.store.files import TMP_PREFIX
 
 CELL_FILES = {"run.trec", "per_query.csv", "result.json"}
 
@@ -72,7 +72,7 @@ def test_serial_needs_no_dask(monkeypatch):
 def test_task_key_is_stable_per_cell_and_output_dir(experiment_factory, tmp_path):
     from functools import partial
 
-    from zerda_eval.runner import run_cell
+    from zerda_eval.execution.cell import run_cell
 
     cells = experiment_factory(tmp_path / "a").cells
     task_a = partial(run_cell, output_dir=tmp_path / "a", cache_dir=None)
@@ -145,7 +145,7 @@ def experiment_factory(tiny_beir):
 def local_executor():
     """A LocalCluster of 2 worker processes; each starts compiling ranx's kernels (~20 s of numba per
     process) at once, so that overlaps the test's serial reference run instead of following it."""
-    from zerda_eval.measures import warm_up_ranx
+    from zerda_eval.evaluation.measures import warm_up_ranx
 
     with open_executor("local:2") as executor:
         client = executor.client
@@ -224,7 +224,7 @@ def test_killed_worker_is_retried_without_duplicates(experiment_factory, local_e
 
 def test_unreachable_scheduler_is_a_one_line_run_error(monkeypatch):
     pytest.importorskip("distributed")
-    monkeypatch.setattr("zerda_eval.distributed.CONNECT_TIMEOUT_S", 1)
+    monkeypatch.setattr("zerda_eval.execution.executors.CONNECT_TIMEOUT_S", 1)
     with (
         pytest.raises(RunError, match=r"tcp://127\.0\.0\.1:9: no Dask scheduler answered") as info,
         open_executor("tcp://127.0.0.1:9"),

@@ -7,8 +7,8 @@ import pytest
 
 from retrieval.embeddings import BaseEmbedder, finish_embeddings
 from retrieval.embeddings.lsa import LSAEmbedder
-from zerda_eval.embedding_cache import cache_key, embed_corpus, texts_sha256
 from zerda_eval.errors import RunError, ZerdaEvalWarning
+from zerda_eval.store.embeddings import cache_key, embed_corpus, texts_sha256
 
 TEXTS = ["alpha beta", "gamma delta epsilon", "beta gamma", "zeta eta theta"]
 
@@ -97,7 +97,7 @@ def test_failed_embedding_leaves_no_file(tmp_path):
 
 
 def test_interrupted_write_leaves_neither_temp_nor_final_file(tmp_path, monkeypatch):
-    monkeypatch.setattr("zerda_eval.embedding_cache.EMBED_BATCH", 2)
+    monkeypatch.setattr("zerda_eval.store.embeddings.EMBED_BATCH", 2)
     written = []
 
     def crash_on_second_batch(matrix, n_texts, dim, name):
@@ -106,7 +106,7 @@ def test_interrupted_write_leaves_neither_temp_nor_final_file(tmp_path, monkeypa
             raise OSError("disk full")
         return finish_embeddings(matrix, n_texts, dim, name)
 
-    monkeypatch.setattr("zerda_eval.embedding_cache.finish_embeddings", crash_on_second_batch)
+    monkeypatch.setattr("zerda_eval.store.embeddings.finish_embeddings", crash_on_second_batch)
     with pytest.raises(RunError, match=r"cannot write .*disk full"):
         embed_corpus(CountingEmbedder(), TEXTS, tmp_path)
     assert written == [2, 2]  # the first batch was in the file when the second failed
@@ -115,7 +115,7 @@ def test_interrupted_write_leaves_neither_temp_nor_final_file(tmp_path, monkeypa
 
 def test_batches_write_the_same_matrix_as_one_call(tmp_path, monkeypatch):
     whole = embed_corpus(CountingEmbedder(), TEXTS, tmp_path / "whole")
-    monkeypatch.setattr("zerda_eval.embedding_cache.EMBED_BATCH", 3)
+    monkeypatch.setattr("zerda_eval.store.embeddings.EMBED_BATCH", 3)
     embedder = CountingEmbedder()
     batched = embed_corpus(embedder, InOrderOnly(TEXTS), tmp_path / "batched")
     np.testing.assert_array_equal(batched, whole)

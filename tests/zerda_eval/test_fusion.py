@@ -1,4 +1,4 @@
-"""zerda_eval.fusion against hand-computed fusions and against the seed retrievers' own outputs."""
+"""zerda_eval.fusion.methods against hand-computed fusions and against the seed retrievers' own outputs."""
 
 from __future__ import annotations
 
@@ -9,14 +9,9 @@ from retrieval.zerda.config import ContextEngineConfig, RetrieverConfig
 from retrieval.zerda.models import DocumentChunk
 from retrieval.zerda.retriever import HybridRetriever, KeywordRetriever, VectorRetriever
 from zerda_eval.errors import ConfigError
-from zerda_eval.fusion import (
-    FUSION_METHODS,
-    NORMS,
-    fuse_runs,
-    optimise_fusion,
-    resolve_fusion_params,
-    weight_sweep,
-)
+from zerda_eval.fusion import FUSION_METHODS, fuse_runs, resolve_fusion_params
+
+RANX_NORMS = {"min-max": "min-max", "z-score": "zmuv", "none": None}  # our score_norm names -> ranx's
 
 A = {"q1": [("d1", 3.0), ("d2", 2.0), ("d3", 1.0)], "q2": [("d5", 1.0)]}
 RANX_KERNELS = pytest.mark.slow  # ranx's fusion kernels: about a minute of numba compiling per process here
@@ -79,27 +74,20 @@ def test_combsum_and_combmnz_with_min_max():
 
 
 @RANX_KERNELS
-@pytest.mark.parametrize("norm", ["min-max", "z-score", "none"])
-def test_wsum_matches_numpy_normalisation(norm):
+@pytest.mark.parametrize("score_norm", ["min-max", "z-score", "none"])
+def test_wsum_matches_numpy_normalisation(score_norm):
     def normalise(ranking):
         values = np.array([s for _, s in ranking])
-        if norm == "min-max":
+        if score_norm == "min-max":
             values = (values - values.min()) / (values.max() - values.min())
-        elif norm == "z-score":
+        elif score_norm == "z-score":
             values = (values - values.mean()) / values.std()
         return {d: v for (d, _), v in zip(ranking, values, strict=True)}
 
     a, b = normalise(A["q1"]), normalise(B["q1"])
-    fused = scores(fuse_runs("wsum", [A, B], norm=norm, weights=[0.3, 0.7]), "q1")
+    fused = scores(fuse_runs("wsum", [A, B], score_norm=score_norm, weights=[0.3, 0.7]), "q1")
     expected = {d: 0.3 * a.get(d, 0.0) + 0.7 * b.get(d, 0.0) for d in set(a) | set(b)}
     assert fused == pytest.approx(expected)
-
-
-def test_weight_sweep_has_step_one_tenth():
-    sweep = weight_sweep()
-    assert len(sweep) == 11
-    assert sweep[3] == [0.3, 0.7]
-    assert all(sum(w) == pytest.approx(1.0) for w in sweep)
 
 
 def test_ties_broken_by_doc_id_and_top_k_cuts():
@@ -113,10 +101,10 @@ def test_query_missing_from_one_run_is_fused_with_an_empty_list():
     assert set(fuse_runs("rrf", [{"x": [("d", 1.0)]}, {"y": [("e", 1.0)]}])) == {"x", "y"}
 
 
-def test_resolved_params_record_method_norm_k_weights():
+def test_resolved_params_record_method_score_norm_k_weights():
     assert resolve_fusion_params("wsum", {"weights": [0.2, 0.8]}) == {
         "method": "wsum",
-        "norm": "min-max",
+        "score_norm": "min-max",
         "weights": [0.2, 0.8],
         "top_k": None,
     }
@@ -129,7 +117,7 @@ def test_resolved_params_record_method_norm_k_weights():
     [
         ("rff", {}, "did you mean 'rrf'"),
         ("rrf", {"kk": 3}, "did you mean 'k'"),
-        ("wsum", {"norm": "zscore"}, "'min-max', 'z-score', 'none'"),
+        ("wsum", {"score_norm": "zscore"}, "'min-max', 'z-score', 'none'"),
         ("zerda", {"rrf_order": "fix"}, "'as_documented', 'fixed'"),
         ("rrf", {"k": -1}, "rrf.k: invalid value -1"),
         ("wsum", {"weights": "0.5"}, "list of numbers"),
@@ -193,25 +181,6 @@ def test_zerda_orders_differ_exactly_by_the_bonus():
         assert fixed[doc] - documented[doc] == pytest.approx(0.2 * value / max(rrf.values()))
 
 
-@RANX_KERNELS
-def test_optimise_fusion_finds_the_best_weights_of_the_sweep():
-    from ranx import Qrels, Run, evaluate
-
-    rng = np.random.default_rng(0)
-    docs = [f"d{i}" for i in range(30)]
-    qrels = {f"q{i}": {d: 1 for d in rng.choice(docs, 3, replace=False)} for i in range(8)}
-    first = {q: [(d, float(s)) for d, s in zip(docs, rng.random(30), strict=True)] for q in qrels}
-    second = {q: [(d, float(s) + (1.0 if d in qrels[q] else 0.0) * rng.random()) for d, s in first[q]] for q in qrels}
-
-    def score(weights):
-        fused = fuse_runs("wsum", [first, second], weights=weights)
-        return evaluate(Qrels(qrels), Run({q: dict(r) for q, r in fused.items()}), "ndcg@10")
-
-    best = optimise_fusion("wsum", [first, second], qrels, metric="ndcg@10")
-    assert best["method"] == "wsum" and best["norm"] == "min-max"
-    assert score(best["weights"]) == pytest.approx(max(score(w) for w in weight_sweep()))
-
-
 @pytest.fixture(scope="module")
 def two_real_runs():
     """Top-100 of 60 SciFact queries by two BM25 settings: overlapping, differently scored lists."""
@@ -238,17 +207,17 @@ def two_real_runs():
 
 @RANX_KERNELS
 @pytest.mark.parametrize("method", ["combsum", "combmnz", "wsum"])
-@pytest.mark.parametrize("norm", ["min-max", "z-score", "none"])
+@pytest.mark.parametrize("score_norm", ["min-max", "z-score", "none"])
 @pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaTypeSafetyWarning")  # inside ranx, the reference
-def test_combinations_equal_ranx_fuse_on_real_runs(two_real_runs, method, norm):
+def test_combinations_equal_ranx_fuse_on_real_runs(two_real_runs, method, score_norm):
     from ranx import Run, fuse
 
     params = {"weights": [0.3, 0.7]} if method == "wsum" else {}
-    ours = fuse_runs(method, two_real_runs, norm=norm, **params)
+    ours = fuse_runs(method, two_real_runs, score_norm=score_norm, **params)
     ranx_method = {"combsum": "sum", "combmnz": "mnz", "wsum": "wsum"}[method]
     theirs = fuse(
         [Run({q: dict(r) for q, r in run.items()}) for run in two_real_runs],
-        norm=NORMS[norm],
+        norm=RANX_NORMS[score_norm],
         method=ranx_method,
         params=params,
     ).to_dict()

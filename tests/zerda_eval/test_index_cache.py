@@ -10,9 +10,9 @@ import pytest
 from retrieval.core import analyzer, tokenize
 from retrieval.core.bm25_fast import SparseBM25
 from tests.arrays import backed_by_memmap
-from zerda_eval import index_cache
 from zerda_eval.errors import RunError, ZerdaEvalWarning
-from zerda_eval.index_cache import cached_sparse_bm25, index_key
+from zerda_eval.store import indexes
+from zerda_eval.store.indexes import cached_sparse_bm25, index_key
 
 TEXTS = ["the cat sat on the mat", "a dog and a cat", "dogs bark", "مرحبا بالعالم", "the the the cat"]
 QUERIES = [tokenize("cat mat"), tokenize("dog"), tokenize("بالعالم"), tokenize("nothing here")]
@@ -135,7 +135,7 @@ def test_a_failed_build_leaves_no_index(tmp_path, monkeypatch):
     with pytest.raises(RunError, match=r"cannot write the BM25 index .*\(disk full\)"):
         built(tmp_path)
     assert [p.name for p in (tmp_path / "bm25").iterdir()] == [f"{index_key(1.5, 0.75, PLAIN, TEXTS)}.lock"]
-    assert index_cache.SparseBM25 is SparseBM25
+    assert indexes.SparseBM25 is SparseBM25
 
 
 CHILD = """
@@ -143,7 +143,7 @@ import os, sys, time
 from pathlib import Path
 from retrieval.core import tokenize
 from retrieval.core.bm25_fast import SparseBM25
-from zerda_eval.index_cache import cached_sparse_bm25
+from zerda_eval.store.indexes import cached_sparse_bm25
 
 cache_dir, markers = Path(sys.argv[1]), Path(sys.argv[2])
 fit = SparseBM25.fit

@@ -11,13 +11,9 @@ import math
 import pytest
 
 from zerda_eval.errors import RunError
-from zerda_eval.measures import (
-    DEFAULT_MEASURES,
-    Efficiency,
-    evaluate_run,
-    mean_values,
-    tie_break,
-)
+from zerda_eval.evaluation.efficiency import Efficiency
+from zerda_eval.evaluation.measures import DEFAULT_MEASURES, evaluate_run, mean_values
+from zerda_eval.evaluation.ranking import tie_break
 
 
 def test_tie_break_orders_score_desc_then_doc_id_asc_and_dedupes():

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import experiment_header, write_trec_folder
-from zerda_eval.config import load_experiment
 from zerda_eval.errors import ConfigError, RunError
-from zerda_eval.runner import read_trec, run_experiment
+from zerda_eval.execution.runner import run_experiment
+from zerda_eval.spec.experiment import load_experiment
+from zerda_eval.store.run_dir import read_trec
 from zerda_eval.systems import build_system
 
 pytestmark = pytest.mark.slow  # loads torch, onnxruntime and the e5 engine

@@ -14,9 +14,10 @@ import pandas as pd
 import pytest
 
 from tests.conftest import write_trec_folder
-from zerda_eval.cache import TMP_PREFIX
-from zerda_eval.config import load_experiment
-from zerda_eval.runner import read_trec, run_experiment
+from zerda_eval.execution.runner import run_experiment
+from zerda_eval.spec.experiment import load_experiment
+from zerda_eval.store.files import TMP_PREFIX
+from zerda_eval.store.run_dir import read_trec
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = {

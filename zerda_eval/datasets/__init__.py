@@ -9,10 +9,11 @@ from zerda_eval.datasets.paths import check_ir_datasets_home
 
 check_ir_datasets_home()  # before ir_datasets is imported: it would crash on an unusable folder
 
+from zerda_eval.datasets.bundled import BUNDLED  # noqa: E402
 from zerda_eval.datasets.collection import NO_ANSWER_ID, Collection  # noqa: E402
 from zerda_eval.datasets.listing import list_datasets  # noqa: E402
 from zerda_eval.datasets.loader import load_collection  # noqa: E402
-from zerda_eval.datasets.registry import BUNDLED, register_datasets  # noqa: E402
+from zerda_eval.datasets.registry import register_datasets  # noqa: E402
 
 register_datasets()
 

@@ -2,30 +2,16 @@
 
 from __future__ import annotations
 
-import re
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from zerda_eval.datasets.records import check_id, record_text
+from zerda_eval.datasets.streamed import StreamedTexts
 from zerda_eval.errors import DataFormatError, ZerdaEvalWarning
 
 NO_ANSWER_ID = "-1"
-_WHITESPACE = re.compile(r"\s")
-
-
-def check_id(value: str, kind: str, where: str) -> str:
-    """``value`` if it can be a doc or query id of a TREC run file, else a one-line ``DataFormatError``.
-
-    A TREC line is whitespace-separated (``qid Q0 docid rank score tag``): an id with a space, tab or
-    line break (or an empty id) would shift its columns.
-    """
-    if not value or _WHITESPACE.search(value):
-        raise DataFormatError(
-            f"{where}: {kind} id {value!r} is empty or contains whitespace, which a TREC run file cannot hold; "
-            "rename it"
-        )
-    return value
 
 
 @dataclass(frozen=True)
@@ -44,16 +30,6 @@ class Collection:
     no_answer_qids: frozenset[str] = frozenset()
     options: dict[str, Any] = field(default_factory=dict)
     self_judged_pairs: int = 0  # judged (query, doc) pairs whose doc id equals the query id
-
-
-def record_text(record: Any, title: bool = True) -> str:
-    """ir_datasets' own text of a record (``default_text()``: BEIR's title + " " + text), else ``.text``.
-
-    ``title=False`` gives a titled record's text alone (the ``title`` protocol option).
-    """
-    if not title and hasattr(record, "title"):
-        return record.text
-    return record.default_text() if hasattr(record, "default_text") else record.text
 
 
 def count_self_judged(dataset_id: str, qrels: dict[str, dict[str, int]], options: dict[str, Any]) -> int:
@@ -118,8 +94,6 @@ def build_collection(
     qrels_in_order = {qid: judged[qid] for qid in query_texts}
     no_answer = frozenset(qid for qid, docs_ in qrels_in_order.items() if set(docs_) == {NO_ANSWER_ID})
     if stream_texts:
-        from zerda_eval.datasets.streamed import StreamedTexts
-
         texts = StreamedTexts(dataset_id, doc_ids, title)
     self_judged = count_self_judged(dataset_id, qrels_in_order, options)
     return Collection(

@@ -2,7 +2,7 @@
 
 The cell id covers these hashes (``config``), so an edited qrels, queries or corpus file can never
 reuse a cell computed from the old one, whatever its size or modification time. Hashes come from
-``cache.file_sha256``: once per process and file version (memoised by path, size, mtime, inode and ctime).
+``hashing.file_sha256``: once per process and file version (memoised by path, size, mtime, inode and ctime).
 A user's folder is fingerprinted by the three files it is read from (also when a file option names a
 file outside the folder); a bundled dataset by the bundled files its id reads (``BUNDLED[id].files``).
 Any other ir_datasets id is identified by its id and the ir_datasets version recorded with every
@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from zerda_eval.cache import file_sha256
+from zerda_eval.datasets.bundled import BUNDLED
 from zerda_eval.datasets.paths import source_file
-from zerda_eval.datasets.registry import BUNDLED
 from zerda_eval.datasets.user import source_files
+from zerda_eval.hashing import file_sha256
 
 
 def content_fingerprint(dataset_id: str, options: Mapping[str, Any]) -> dict[str, str]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from zerda_eval.datasets.loader import open_dataset
-from zerda_eval.datasets.registry import BUNDLED
+from zerda_eval.datasets.bundled import BUNDLED
+from zerda_eval.datasets.opening import open_dataset
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -7,18 +7,17 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
-import ir_datasets
 from filelock import FileLock
 
 from zerda_eval.datasets import protocols, streamed
+from zerda_eval.datasets.bundled import BUNDLED
 from zerda_eval.datasets.collection import Collection, build_collection
 from zerda_eval.datasets.fingerprint import content_fingerprint
+from zerda_eval.datasets.opening import open_dataset
 from zerda_eval.datasets.paths import ir_datasets_home
 from zerda_eval.datasets.quranqa import answerable_only
-from zerda_eval.datasets.registry import BUNDLED
-from zerda_eval.datasets.seeding import seed_cache
 from zerda_eval.datasets.user import load_user_collection
-from zerda_eval.errors import DatasetError, did_you_mean
+from zerda_eval.errors import DatasetError
 
 # What ir_datasets raises when a download fails: requests' ConnectionError is an OSError; several
 # failed mirrors give RuntimeError("All download sources failed", ...).
@@ -100,20 +99,6 @@ def _build(dataset_id: str, options: dict[str, Any]) -> Collection:
     except _DOWNLOAD_ERRORS as error:
         raise DatasetError(_offline_message(dataset_id, error)) from None
     return answerable_only(collection) if options.get("no_answer") == "drop" else collection
-
-
-def open_dataset(dataset_id: str) -> Any:
-    """``ir_datasets.load(dataset_id)``, after seeding the cache for the bundled ids; one-line errors."""
-    try:
-        seed_cache(dataset_id)
-        return ir_datasets.load(dataset_id)
-    except KeyError:
-        hint = did_you_mean(dataset_id, ir_datasets.registry)
-        bundled = ", ".join(BUNDLED)
-        raise DatasetError(
-            f"unknown dataset id {dataset_id!r}{hint}; bundled: {bundled}; "
-            "or any id of `ir_datasets list`, or path=... for your own collection"
-        ) from None
 
 
 def _language(dataset_id: str, dataset: Any) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ir_datasets.formats import GenericDoc, GenericQuery, TrecQrel
 
+from zerda_eval.datasets.bundled import QURAN_SPLITS
 from zerda_eval.datasets.collection import NO_ANSWER_ID, Collection
 from zerda_eval.datasets.paths import source_file
 from zerda_eval.errors import DataFormatError
@@ -26,7 +27,6 @@ from zerda_eval.errors import DataFormatError
 FOLDER = "quranqa23-taskA"
 RUN_DEPTH = 10
 OFFICIAL_MEASURES = ("map@10", "mrr@10")
-SPLITS = {"train": ("train",), "dev": ("dev",), "train+dev": ("train", "dev")}
 
 
 def _tsv_rows(path: Path) -> Iterator[tuple[str, str]]:
@@ -58,14 +58,15 @@ def questions(split: str) -> list[GenericQuery]:
     """The questions of ``train``, ``dev`` or ``train+dev`` (train first), in file order."""
     return [
         GenericQuery(qid, text)
-        for part in SPLITS[split]
+        for part in QURAN_SPLITS[split]
         for qid, text in _tsv_rows(source_file(FOLDER, f"QQA23_TaskA_{part}.tsv"))
     ]
 
 
 def qrels(split: str) -> list[TrecQrel]:
     """The qrels rows of ``split``, including the ``-1`` rows of no-answer questions."""
-    return [row for part in SPLITS[split] for row in _qrels_rows(source_file(FOLDER, f"QQA23_TaskA_qrels_{part}.gold"))]
+    files = [source_file(FOLDER, f"QQA23_TaskA_qrels_{part}.gold") for part in QURAN_SPLITS[split]]
+    return [row for path in files for row in _qrels_rows(path)]
 
 
 def cut_run(run: Mapping[str, Sequence[str]], depth: int = RUN_DEPTH) -> dict[str, list[str]]:

@@ -9,7 +9,6 @@ after ``import zerda_eval.datasets``, ``ir_datasets.load(id)`` yields their ``Ge
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from functools import lru_cache
 
 import ir_datasets
@@ -17,72 +16,12 @@ from ir_datasets.datasets.base import Dataset
 from ir_datasets.formats import BaseDocs, BaseQrels, BaseQueries, GenericDoc, GenericQuery, TrecQrel
 
 from zerda_eval.datasets import quranqa
+from zerda_eval.datasets.bundled import BUNDLED, QURAN_SPLITS
+from zerda_eval.datasets.fingerprint import content_fingerprint
 from zerda_eval.datasets.paths import source_file
 from zerda_eval.datasets.squad import squad_records
 
 Records = tuple[list[GenericDoc], list[GenericQuery], list[TrecQrel]]
-
-
-@dataclass(frozen=True)
-class DatasetSpec:
-    """What the ``zerda-eval datasets`` listing says about a bundled dataset, and the files it is read from."""
-
-    id: str
-    language: str
-    folder: str
-    source: str
-    licence: str
-    files: tuple[str, ...] = ()  # in ``folder``: what its content fingerprint hashes
-
-
-def _quran_files(split: str) -> tuple[str, ...]:
-    parts = quranqa.SPLITS[split]
-    return (
-        "QQA23_TaskA_QPC_v1.1.tsv",
-        *(f"QQA23_TaskA_{part}.tsv" for part in parts),
-        *(f"QQA23_TaskA_qrels_{part}.gold" for part in parts),
-    )
-
-
-_QURAN = ("ar", "quranqa23-taskA", "Qur'an QA 2023 task A (QPC v1.1), organisers' files", "CC BY-NC-ND 4.0")
-_NPL = "research collection, no licence stated"
-_SCIFACT = ("en", "beir-scifact", "BEIR SciFact (Wadden et al. 2020)", "CC BY-NC 2.0")
-_SCIFACT_FILES = ("corpus.jsonl", "queries.jsonl")
-BUNDLED: dict[str, DatasetSpec] = {
-    spec.id: spec
-    for spec in (
-        DatasetSpec("beir/scifact/test", *_SCIFACT, files=(*_SCIFACT_FILES, "qrels/test.tsv")),
-        DatasetSpec("beir/scifact/train", *_SCIFACT, files=(*_SCIFACT_FILES, "qrels/train.tsv")),
-        DatasetSpec(
-            "cranfield",
-            "en",
-            "cranfield",
-            "Cranfield 1400 (Cleverdon), SMART files",
-            _NPL,
-            files=("cran.all.1400", "cran.qry", "cranqrel"),
-        ),
-        DatasetSpec(
-            "vaswani",
-            "en",
-            "vaswani",
-            "NPL / Vaswani (Glasgow), TREC-format files",
-            _NPL,
-            files=("doc-text.trec", "query-text.trec", "qrels"),
-        ),
-        *(DatasetSpec(f"quranqa23/taskA/{split}", *_QURAN, files=_quran_files(split)) for split in quranqa.SPLITS),
-        DatasetSpec(
-            "tydiqa-goldp/ar/dev",
-            "ar",
-            "tydiqa-goldp-ar",
-            "TyDi QA GoldP dev, Arabic (SQuAD JSON)",
-            "Apache-2.0",
-            files=("tydiqa-goldp-dev-arabic.json",),
-        ),
-        DatasetSpec(
-            "xquad/ar", "ar", "xquad-ar", "XQuAD, Arabic (SQuAD JSON)", "CC BY-SA 4.0", files=("xquad.ar.json",)
-        ),
-    )
-}
 
 
 def _quranqa(split: str) -> Callable[[], Records]:
@@ -94,7 +33,7 @@ def _squad(folder: str, name: str) -> Callable[[], Records]:
 
 
 PARSERS: dict[str, Callable[[], Records]] = {
-    **{f"quranqa23/taskA/{split}": _quranqa(split) for split in quranqa.SPLITS},
+    **{f"quranqa23/taskA/{split}": _quranqa(split) for split in QURAN_SPLITS},
     "tydiqa-goldp/ar/dev": _squad("tydiqa-goldp-ar", "tydiqa-goldp-dev-arabic.json"),
     "xquad/ar": _squad("xquad-ar", "xquad.ar.json"),
 }
@@ -102,8 +41,6 @@ PARSERS: dict[str, Callable[[], Records]] = {
 
 def parsed_records(dataset_id: str) -> Records:
     """The records of one of our registered ids, parsed once per process and content of its files."""
-    from zerda_eval.datasets.fingerprint import content_fingerprint
-
     return _parsed(dataset_id, tuple(sorted(content_fingerprint(dataset_id, {}).items())))
 
 

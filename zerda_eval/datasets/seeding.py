@@ -32,9 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from zerda_eval.cache import build_lock, file_mode, file_sha256
 from zerda_eval.datasets.paths import ir_datasets_home, source_file
 from zerda_eval.errors import DataFormatError
+from zerda_eval.hashing import file_sha256
+from zerda_eval.store.files import build_lock, file_mode
 
 MARKER = "zerda-eval-seed.json"
 

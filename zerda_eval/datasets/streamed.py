@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
+from zerda_eval.datasets.opening import open_dataset
+from zerda_eval.datasets.records import record_text
 from zerda_eval.errors import DataFormatError
 
 STREAM_ABOVE_DOCS = 500_000  # MS MARCO passages (8.8M), mMARCO-ar, MIRACL-ar stream; every bundled set loads
@@ -29,8 +31,6 @@ class StreamedTexts(Sequence[str]):
         return len(self._doc_ids)
 
     def __iter__(self) -> Iterator[str]:
-        from zerda_eval.datasets.collection import record_text
-
         for position, doc in enumerate(self._dataset().docs_iter()):
             if position >= len(self._doc_ids) or doc.doc_id != self._doc_ids[position]:
                 raise DataFormatError(
@@ -46,8 +46,6 @@ class StreamedTexts(Sequence[str]):
     def __getitem__(self, index: slice) -> list[str]: ...
 
     def __getitem__(self, index: int | slice) -> str | list[str]:
-        from zerda_eval.datasets.collection import record_text
-
         store = self._dataset().docs_store()
         if isinstance(index, slice):
             wanted = self._doc_ids[index]
@@ -56,6 +54,4 @@ class StreamedTexts(Sequence[str]):
         return record_text(store.get(self._doc_ids[index]), self._title)
 
     def _dataset(self) -> Any:
-        from zerda_eval.datasets.loader import open_dataset
-
         return open_dataset(self.dataset_id)

@@ -20,7 +20,8 @@ from typing import Any
 
 from ir_datasets.formats import GenericDoc, GenericQuery, TrecQrel
 
-from zerda_eval.datasets.collection import Collection, build_collection, check_id
+from zerda_eval.datasets.collection import Collection, build_collection
+from zerda_eval.datasets.records import check_id
 from zerda_eval.errors import ConfigError, DataFormatError, DatasetError
 
 FORMATS = ("beir", "trec")

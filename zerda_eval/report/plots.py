@@ -23,9 +23,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from zerda_eval import significance as sig
-from zerda_eval.cache import atomic_write_bytes
-from zerda_eval.compare import cells_of, index_per_query
+from zerda_eval.analysis import significance as sig
+from zerda_eval.analysis.compare import cells_of, index_per_query
+from zerda_eval.analysis.studies.base import StudyFigure
+from zerda_eval.store.files import atomic_write_bytes
 
 ARABIC = re.compile(r"[\u0600-\u06FF\u0750-\u077F\uFB50-\uFDFF\uFE70-\uFEFF]+")
 DPI = 120
@@ -63,6 +64,11 @@ def _save(fig: plt.Figure, out_dir: Path, name: str, caption: str) -> Figure:
         atomic_write_bytes(path, buffer.getvalue())
     plt.close(fig)
     return Figure(name, png, svg, caption)
+
+
+def study_figure(figure: StudyFigure, out_dir: Path) -> Figure:
+    """A study's figure, drawn with ``plot_label`` and saved like every other plot."""
+    return _save(figure.draw(plot_label), out_dir, figure.name, figure.caption)
 
 
 def _legend_outside(ax: plt.Axes, title: str) -> None:
@@ -275,42 +281,6 @@ def sweep_curves(results: pd.DataFrame, measure: str, param: str, xlabel: str, o
     _legend_outside(axes[0, -1], "series")
     fig.tight_layout()
     return _save(fig, out_dir, f"sweep_{_slug(param)}_{_slug(measure)}", f"{measure} against {xlabel}.")
-
-
-def rrf_order_deltas(study: object, out_dir: Path) -> Figure:
-    """Fixed minus as-documented per dataset: bar = mean over settings, dots = each setting, 95% CI."""
-    datasets = study.datasets
-    pairs = study.pairs[study.pairs["measure"] == study.measure]
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(datasets) + 3), 4.2))
-    x = np.arange(len(datasets))
-    delta = datasets["delta"].to_numpy()
-    yerr = np.vstack([delta - datasets["ci_low"].to_numpy(), datasets["ci_high"].to_numpy() - delta])
-    ax.bar(
-        x,
-        delta,
-        0.6,
-        yerr=np.clip(yerr, 0, None),
-        capsize=4,
-        color="#4c72b0",
-        label="mean over settings (95% CI)",
-    )
-    for i, dataset in enumerate(datasets["dataset"]):
-        values = pairs[pairs["dataset"] == dataset]["delta"].to_numpy()
-        ax.scatter(
-            np.full(values.size, i) + np.linspace(-0.15, 0.15, values.size),
-            values,
-            color="black",
-            s=12,
-            zorder=3,
-            label="one setting" if i == 0 else None,
-        )
-    ax.axhline(0.0, color="black", linewidth=0.8)
-    ax.set_xticks(x, [plot_label(d) for d in datasets["dataset"]], rotation=15, ha="right")
-    ax.set_xlabel("dataset")
-    ax.set_ylabel(f"Δ {study.measure} (fixed − as_documented)")
-    ax.set_title("Effect of fixing the RRF ordering, per dataset")
-    _legend_outside(ax, "")
-    return _save(fig, out_dir, "rrf_order_delta", f"{study.measure}: fixed minus as_documented per dataset.")
 
 
 def _slug(text: str) -> str:

@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from zerda_eval.errors import ConfigError, unknown_value_message
-from zerda_eval.systems.base import ParamSpec, System
+from zerda_eval.systems.base import System
+from zerda_eval.systems.params import ParamSpec
 from zerda_eval.systems.pipeline import (
     PipelineDense,
     PipelineHybrid,
@@ -50,10 +51,18 @@ def resolve_params(family: str, params: Mapping[str, Any], where: str = "") -> d
     return family_class(family, where).resolve_params(params, where or family)
 
 
-def build_system(family: str, params: Mapping[str, Any] | None = None) -> System:
-    """A new, unindexed system of ``family`` with ``params`` (checked, defaults filled in)."""
+def build_system(
+    family: str, params: Mapping[str, Any] | None = None, objects: Mapping[str, Any] | None = None
+) -> System:
+    """A new, unindexed system of ``family`` with ``params`` (checked, defaults filled in).
+
+    ``objects``: the user systems handed to the Python API by name (``family = "python"``).
+    """
     cls = family_class(family)
-    return cls(**cls.resolve_params(params or {}, family))
+    system = cls(**cls.resolve_params(params or {}, family))
+    if objects is not None:
+        system.objects = objects
+    return system
 
 
 __all__ = ["SYSTEMS", "ParamSpec", "System", "build_system", "family_class", "resolve_params"]

@@ -24,7 +24,7 @@ from retrieval.core.tokenize import (
     stemmer_languages,
 )
 from zerda_eval.errors import ConfigError
-from zerda_eval.systems.base import ParamSpec
+from zerda_eval.systems.params import ParamSpec
 
 NORMALIZATION = ParamSpec(
     None,

@@ -9,98 +9,14 @@ value fails before any work starts.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from zerda_eval.datasets.collection import NO_ANSWER_ID
 from zerda_eval.errors import ConfigError, unknown_value_message
-
-Results = list[tuple[str, float]]
-
-
-KIND_TEXT = {
-    "float": "a number",
-    "int": "an integer",
-    "str": "a string",
-    "bool": "true or false",
-    "floats": "a list of numbers, each",
-    "strs": "a list of strings",
-    "table": "a table",
-}
-
-
-@dataclass(frozen=True)
-class ParamSpec:
-    """One parameter of a family: default, accepted type, allowed values or range, and what it does.
-
-    ``kind`` is ``"float"``, ``"int"``, ``"str"``, ``"bool"``, ``"floats"`` (list of numbers) or
-    ``"strs"`` (list of strings) or ``"table"`` (a TOML table). Numbers must be finite; ``optional``
-    allows the default ``None``.
-    """
-
-    default: Any
-    kind: str
-    help: str
-    choices: tuple | None = None
-    minimum: float | None = None
-    maximum: float | None = None
-    positive: bool = False
-    optional: bool = False
-
-    def describe(self) -> str:
-        """Short allowed-values text for error messages."""
-        if self.choices is not None:
-            return "one of " + ", ".join(repr(c) for c in self.choices)
-        bounds = []
-        if self.positive:
-            bounds.append("> 0")
-        if self.minimum is not None:
-            bounds.append(f">= {self.minimum}")
-        if self.maximum is not None:
-            bounds.append(f"<= {self.maximum}")
-        return KIND_TEXT[self.kind] + (" " + " and ".join(bounds) if bounds else "")
-
-    def check(self, value: Any, where: str) -> Any:
-        """Return ``value`` if it fits this spec, else raise a one-line ``ConfigError`` naming ``where``."""
-        if value is None and self.optional:
-            return None
-        if not self._type_ok(value) or not self._range_ok(value):
-            raise ConfigError(f"{where}: invalid value {value!r}; expected {self.describe()}")
-        return float(value) if self.kind == "float" else value
-
-    def _type_ok(self, value: Any) -> bool:
-        if self.kind == "bool":
-            return isinstance(value, bool)
-        if self.kind == "str":
-            return isinstance(value, str)
-        if self.kind == "table":
-            return isinstance(value, dict)
-        if self.kind == "strs":
-            return isinstance(value, list) and all(isinstance(v, str) for v in value)
-        if self.kind == "floats":
-            return isinstance(value, list) and all(_is_number(v) for v in value)
-        if self.kind == "int":
-            return isinstance(value, int) and not isinstance(value, bool)
-        return _is_number(value)
-
-    def _range_ok(self, value: Any) -> bool:
-        if self.choices is not None:
-            return value in self.choices
-        numbers = value if self.kind == "floats" else [value] if self.kind in ("float", "int") else []
-        return all(
-            (not self.positive or v > 0)
-            and (self.minimum is None or v >= self.minimum)
-            and (self.maximum is None or v <= self.maximum)
-            for v in numbers
-        )
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
+from zerda_eval.evaluation.ranking import Ranking
+from zerda_eval.systems.params import ParamSpec
 
 COMMON_PARAMS = {
     "no_answer_threshold": ParamSpec(
@@ -119,6 +35,7 @@ class System:
     family: ClassVar[str]
     description: ClassVar[str]
     param_specs: ClassVar[dict[str, ParamSpec]]
+    timed: ClassVar[bool] = True  # False: its rankings come from elsewhere (a run file); latency not measured
 
     def __init__(self, **params: Any):
         self.params = params
@@ -160,7 +77,7 @@ class System:
         self.stats["analysis"] = analysis.describe()
         return analysis
 
-    def search(self, queries: Mapping[str, str], k: int) -> dict[str, Results]:
+    def search(self, queries: Mapping[str, str], k: int) -> dict[str, Ranking]:
         """``{qid: [(doc_id, score), ...]}`` best first, at most ``k`` per query.
 
         With ``no_answer_threshold``, a query whose top hit's raw score (``_scored``) is below it, or
@@ -178,11 +95,11 @@ class System:
     def _index(self, collection: Any, cache_dir: Path | None) -> None:
         raise NotImplementedError
 
-    def _scored(self, text: str, k: int) -> tuple[Results, float | None]:
+    def _scored(self, text: str, k: int) -> tuple[Ranking, float | None]:
         """The results and the raw score of the top hit (None without a hit); families that rescale
         their scores (BM25's max-normalisation) override this to return the score before rescaling."""
         results = self._search(text, k)
         return results, (results[0][1] if results else None)
 
-    def _search(self, text: str, k: int) -> Results:
+    def _search(self, text: str, k: int) -> Ranking:
         raise NotImplementedError

@@ -1,7 +1,7 @@
 """Offline vectors for the dense families: cached corpus embeddings, fast stores over them, token vectors.
 
 Corpus embeddings are computed once per (embedder, params, corpus) and kept on disk by
-``zerda_eval.embedding_cache``. The seeds' own in-memory stores score one document at a time in
+``zerda_eval.store.embeddings``. The seeds' own in-memory stores score one document at a time in
 Python; over a few thousand documents and hundreds of queries that dominates a grid, so the
 families wrap the precomputed matrix in stores that score all documents with one matrix product
 (rows are unit length, so the dot product IS the cosine of ``retrieval.core.cosine``).
@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.core.dense import normalize_rows, top_k_rows
 from zerda_eval.errors import RunError
 from zerda_eval.systems.analysis import LOWERCASE, NO_ANALYSIS, Analysis
-from zerda_eval.systems.base import ParamSpec
+from zerda_eval.systems.params import ParamSpec
 
 EMBEDDERS = ("wordllama", "lsa", "minilm", "minilm-int8", "e5-small")
 ST_PREFIX = "st:"  # "st:/path/to/model": a local sentence-transformers folder (retrieval.embeddings.registry)
@@ -61,8 +62,8 @@ def corpus_vectors(
     embedder_name: str, dim: int | None, texts: Sequence[str], cache_dir: Path | None, analysis: Analysis = NO_ANALYSIS
 ) -> CorpusVectors:
     """``CorpusVectors`` shared within the process by the systems of one corpus (LSA fits once, not per cell)."""
-    from zerda_eval.cache import costed, record_build
-    from zerda_eval.embedding_cache import texts_sha256
+    from zerda_eval.hashing import texts_sha256
+    from zerda_eval.store.build_costs import costed, record_build
 
     key = (embedder_name, dim, texts_sha256(texts), cache_dir, analysis)
     if key not in _SHARED:
@@ -101,7 +102,7 @@ class CorpusVectors:
         analysis: Analysis = NO_ANALYSIS,
     ):
         from retrieval.embeddings import load_embedder
-        from zerda_eval.embedding_cache import embed_corpus
+        from zerda_eval.store.embeddings import embed_corpus
 
         params = {"stemmer": analysis.stemmer, "stopwords": analysis.stopwords} if embedder_name == "lsa" else {}
         if dim is not None:
@@ -128,7 +129,7 @@ class CorpusVectors:
     @property
     def fingerprint(self) -> str:
         """Hex SHA-256 of (embedder, its params, the texts it embedded): names a persisted copy of these vectors."""
-        from zerda_eval.embedding_cache import cache_key
+        from zerda_eval.store.embeddings import cache_key
 
         return cache_key(self.embedder, self._texts)
 
@@ -147,8 +148,8 @@ class CorpusVectors:
     def top_k(self, query_vector: Any, k: int) -> list[tuple[int, float]]:
         """``[(row, cosine), ...]`` best first, ties by lower row."""
         scores = (self.matrix @ np.asarray(query_vector, dtype=np.float32)).astype(np.float64)
-        rows = np.lexsort((np.arange(scores.size), -scores))[: max(k, 0)]
-        return list(zip(rows.tolist(), scores[rows].tolist(), strict=True))
+        rows, values = top_k_rows(scores[None, :], k)
+        return list(zip(rows[0].tolist(), values[0].tolist(), strict=True))
 
 
 class MatrixVectorStore:
@@ -207,9 +208,7 @@ class WordLlamaTokenEncoder:
             raise RunError(f"wordllama token vectors have dim 256, 128 or 64, not {dim}; set one of them or remove dim")
         model = _load_model(dim or FULL_DIM)
         self._tokenizer = model.tokenizer
-        table = np.asarray(model.embedding, dtype=np.float32)
-        norms = np.linalg.norm(table, axis=1, keepdims=True)
-        self._table = np.divide(table, norms, out=np.zeros_like(table), where=norms > 0)
+        self._table = normalize_rows(model.embedding)
         self._cache: dict[str, np.ndarray] = {}
         self._analysis = analysis
 

@@ -21,8 +21,9 @@ from retrieval.pipeline.routing import CallbackRouter, KeywordRouter, RoutedRetr
 from retrieval.pipeline.sparse import SparseRetriever
 from retrieval.pipeline.stores import InMemoryContextStore
 from zerda_eval.errors import ConfigError
+from zerda_eval.evaluation.ranking import Ranking
 from zerda_eval.systems.analysis import ANALYZER_PARAMS, LOWERCASE, check_token_options_reach_a_tokenizer
-from zerda_eval.systems.base import ParamSpec, Results, System
+from zerda_eval.systems.base import System
 from zerda_eval.systems.encoders import (
     EMBEDDER_PARAMS,
     CorpusVectors,
@@ -31,10 +32,16 @@ from zerda_eval.systems.encoders import (
     corpus_vectors,
     maxsim,
 )
+from zerda_eval.systems.params import ParamSpec, default_of
 from zerda_eval.systems.zerda import BM25_PARAMS
 
 ARABIC_LETTER = re.compile(r"[\u0600-\u06FF]")
-FIRST_STAGE_K = ParamSpec(100, "int", "candidates from the BM25 first stage", minimum=1)
+FIRST_STAGE_K = ParamSpec(
+    default_of(LateInteractionRetriever.__init__, "first_stage_k"),
+    "int",
+    "candidates from the BM25 first stage",
+    minimum=1,
+)
 SPARSE_PARAMS = {**BM25_PARAMS, **ANALYZER_PARAMS}  # rank-bm25's BM25Okapi k1, b and its tokens' analysis
 # The raw score of an item, by the last stage that set one (``rescored`` merges metadata stage by stage).
 RAW_SCORE_KEYS = ("rerank_score", "late_interaction_score", "rrf_score", "bm25_score", "similarity")
@@ -72,7 +79,7 @@ class PipelineSystem(System):
     def _build(self, collection: Any, cache_dir: Path | None) -> Any:
         raise NotImplementedError
 
-    def _scored(self, text: str, k: int) -> tuple[Results, float | None]:
+    def _scored(self, text: str, k: int) -> tuple[Ranking, float | None]:
         items = self._retriever.retrieve(QueryBundle(query_str=text), k)
         results = [(item.id, float(item.metadata[self.run_score] if self.run_score else item.score)) for item in items]
         return results, (raw_score(items[0]) if items else None)
@@ -127,13 +134,19 @@ class PipelineHybrid(PipelineSystem):
     param_specs: ClassVar[dict[str, ParamSpec]] = {
         **SPARSE_PARAMS,
         **EMBEDDER_PARAMS,
-        "rrf_k": ParamSpec(60, "int", "RRF constant k", minimum=1),
-        "weights": ParamSpec([1.0, 1.0], "floats", "weights of [sparse, dense]", minimum=0.0),
+        "rrf_k": ParamSpec(default_of(HybridRetriever.__init__, "rrf_k"), "int", "RRF constant k", minimum=1),
+        "weights": ParamSpec(
+            default_of(HybridRetriever.__init__, "weights"),
+            "floats",
+            "weights of [sparse, dense]; none: unweighted RRF (the seed's default)",
+            minimum=0.0,
+            optional=True,
+        ),
     }
 
     @classmethod
     def check_combination(cls, params: dict[str, Any], where: str) -> None:
-        if len(params["weights"]) != 2:
+        if params["weights"] is not None and len(params["weights"]) != 2:
             raise ConfigError(f"{where}.weights: give 2 weights ([sparse, dense]), got {params['weights']!r}")
 
     def _build(self, collection: Any, cache_dir: Path | None) -> Any:
@@ -141,7 +154,7 @@ class PipelineHybrid(PipelineSystem):
         return HybridRetriever(
             [self._sparse(collection), dense],
             rrf_k=self.params["rrf_k"],
-            weights=list(self.params["weights"]),
+            weights=None if self.params["weights"] is None else list(self.params["weights"]),
         )
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from retrieval.core import BM25Index
+from retrieval.core.bm25 import DEFAULT_B, DEFAULT_K1
 from retrieval.zerda import (
     BM25Scorer,
     ChunkMetadata,
@@ -28,17 +29,19 @@ from retrieval.zerda import (
 from retrieval.zerda.config import RRF_ORDERS
 from retrieval.zerda.models import content_hash
 from zerda_eval.errors import RunError
+from zerda_eval.evaluation.ranking import Ranking
 from zerda_eval.systems.analysis import (
     ANALYZER_PARAMS,
     Analysis,
     check_token_options_reach_a_tokenizer,
 )
-from zerda_eval.systems.base import ParamSpec, Results, System
+from zerda_eval.systems.base import System
 from zerda_eval.systems.encoders import EMBEDDER_PARAMS, CorpusVectors, MatrixVectorAdapter, corpus_vectors
+from zerda_eval.systems.params import ParamSpec
 
 BM25_PARAMS = {
-    "k1": ParamSpec(1.5, "float", "BM25 term-frequency saturation", minimum=0.0),
-    "b": ParamSpec(0.75, "float", "BM25 length normalisation", minimum=0.0, maximum=1.0),
+    "k1": ParamSpec(DEFAULT_K1, "float", "BM25 term-frequency saturation", minimum=0.0),
+    "b": ParamSpec(DEFAULT_B, "float", "BM25 length normalisation", minimum=0.0, maximum=1.0),
 }
 
 
@@ -59,7 +62,7 @@ def duplicates_collapsed(texts: list[str]) -> int:
     return len(texts) - len({content_hash(text) for text in texts})
 
 
-def _to_results(hits: list[Any]) -> Results:
+def _to_results(hits: list[Any]) -> Ranking:
     return [(str(hit.doc_id), float(hit.composite_score)) for hit in hits]
 
 
@@ -133,7 +136,7 @@ class ZerdaKeyword(System):
             self._retriever = TunedKeywordRetriever(ContextEngineConfig(), p["k1"], p["b"], self._analyze)
             self._retriever.index_chunks(collection_chunks(collection))
 
-    def _scored(self, text: str, k: int) -> tuple[Results, float | None]:
+    def _scored(self, text: str, k: int) -> tuple[Ranking, float | None]:
         if self.params["engine"] == "reference":
             results = _to_results(self._retriever.retrieve(text, k))
             return results, self._retriever._bm25.last_top_score if results else None
@@ -150,7 +153,7 @@ def _sparse_bm25(texts: list[str], analyze: Any, params: dict[str, Any], describ
         from retrieval.core.bm25_fast import SparseBM25
 
         return SparseBM25(k1=params["k1"], b=params["b"]).fit(analyze(text) for text in texts)
-    from zerda_eval.index_cache import cached_sparse_bm25
+    from zerda_eval.store.indexes import cached_sparse_bm25
 
     return cached_sparse_bm25(texts, analyze, params["k1"], params["b"], described, cache_dir)
 
@@ -209,7 +212,7 @@ def backend_vector_retriever(
 class ZerdaVector(System):
     """seed 000 ``VectorRetriever`` over precomputed, disk-cached corpus embeddings, in the mode ``backend`` picks.
 
-    The corpus vectors are computed once (``zerda_eval.embedding_cache``); every backend uses them
+    The corpus vectors are computed once (``zerda_eval.store.embeddings``); every backend uses them
     (none re-embeds the corpus) and embeds queries with the same embedder:
 
     - ``adapter`` (default): a ``vector_store_adapter`` scoring all documents with one matrix product, for
@@ -243,7 +246,7 @@ class ZerdaVector(System):
     def _index(self, collection: Any, cache_dir: Path | None) -> None:
         self._retriever = backend_vector_retriever(collection, self.params, cache_dir, self.analysis(collection))
 
-    def _search(self, text: str, k: int) -> Results:
+    def _search(self, text: str, k: int) -> Ranking:
         return _to_results(self._retriever.retrieve(text, k))
 
 
@@ -264,7 +267,7 @@ class ZerdaMetadata(System):
         self._filters = self.params["filters"] or {"source": collection.id}
         self._retriever = MetadataRetriever(ContextEngineConfig(), collection_chunks(collection))
 
-    def _search(self, text: str, k: int) -> Results:
+    def _search(self, text: str, k: int) -> Ranking:
         return _to_results(self._retriever.retrieve(text, k, self._filters))
 
 
@@ -280,10 +283,12 @@ class ZerdaHybrid(System):
         **EMBEDDER_PARAMS,
         **BM25_PARAMS,
         **ANALYZER_PARAMS,
-        "vector_weight": ParamSpec(0.6, "float", "weight of the vector score", minimum=0.0),
-        "keyword_weight": ParamSpec(0.3, "float", "weight of the keyword score", minimum=0.0),
+        "vector_weight": ParamSpec(RetrieverConfig.vector_weight, "float", "weight of the vector score", minimum=0.0),
+        "keyword_weight": ParamSpec(
+            RetrieverConfig.keyword_weight, "float", "weight of the keyword score", minimum=0.0
+        ),
         "rrf_order": ParamSpec(
-            "as_documented",
+            RetrieverConfig.rrf_order,
             "str",
             "as_documented: RRF bonus overwritten (seed); fixed: added",
             choices=RRF_ORDERS,
@@ -311,5 +316,5 @@ class ZerdaHybrid(System):
         self._retriever = HybridRetriever(config, vector_retriever=vector, keyword_retriever=keyword)
         self.stats["duplicates_collapsed"] = duplicates_collapsed(list(collection.texts))
 
-    def _search(self, text: str, k: int) -> Results:
+    def _search(self, text: str, k: int) -> Ranking:
         return _to_results(self._retriever.retrieve(text, min(self.params["top_k"] or k, k)))

@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 from retrieval.core import BM25Index, tokenize
-from zerda_eval.fusion import fuse_runs
+from zerda_eval.fusion.methods import fuse_runs
 
 MEASURES = ["ndcg@10", "mrr@10", "recall@100", "map@100", "precision@10"]
 DEPTH = 100

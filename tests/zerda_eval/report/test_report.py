@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from zerda_eval.compare import compare_to_baseline
+from zerda_eval.analysis.compare import compare_to_baseline
 from zerda_eval.report import write_report
 from zerda_eval.report.plots import pareto_front, plot_label
 from zerda_eval.report.tables import MARKERS, load_run_dir

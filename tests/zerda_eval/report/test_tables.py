@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from zerda_eval.compare import CompareSpec
+from zerda_eval.analysis.settings import AnalysisSettings
 from zerda_eval.report.plots import pareto_front
 from zerda_eval.report.tables import RunData, efficiency_table, metric_table
 
@@ -64,7 +64,7 @@ def run_data() -> RunData:
             {"label": "toy", "options": {}},
         ]
     }
-    return RunData(Path("."), "t", config, None, results, pd.DataFrame(), CompareSpec(), ["ndcg@10", "recall@100"])
+    return RunData(Path("."), "t", config, None, results, pd.DataFrame(), AnalysisSettings(), ["ndcg@10", "recall@100"])
 
 
 def test_official_measures_and_answerable_figures_come_first_for_quran_qa() -> None:

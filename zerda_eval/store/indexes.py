@@ -1,18 +1,17 @@
 """Fast BM25 indexes on disk: built once per (corpus, k1, b, analyzer), then memory-mapped by every cell.
 
-``<cache_dir>/bm25/<key>/`` holds ``SparseBM25.save``'s files, ``key = sha256(k1, b, analyzer, sha256
-of the texts)``, and ``entry.json``: the SHA-256 of each of those files and ``build_s``, the seconds
+``<cache_dir>/bm25/<key>/`` holds ``SparseBM25.save``'s files, ``key = content_hash(k1, b, analyzer,
+texts_sha256 of the texts)``, and ``entry.json``: the SHA-256 of each of those files and ``build_s``, the seconds
 the build took (fit + save). The index is built in a temporary directory and renamed into place while
 holding a lock file, so concurrent Dask workers build it once and no reader ever sees half an index.
 An entry is verified against its checksums when opened (once per process and file version:
-``cache.file_sha256`` memoises by path, size, mtime, inode and ctime); one that fails, or does not load, is
+``hashing.file_sha256`` memoises by path, size, mtime, inode and ctime); one that fails, or does not load, is
 rebuilt with a warning, and ``--force`` rebuilds it once per process. On a hit the cell's
 ``index_time_s`` is the memory-mapped load and its ``index_build_s`` the recorded ``build_s``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -24,17 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.core.bm25_fast import SparseBM25
-from zerda_eval.cache import (
-    atomic_write_text,
-    build_lock,
-    file_mode,
-    file_sha256,
-    must_rebuild,
-    record_build,
-    write_error,
-)
-from zerda_eval.embedding_cache import texts_sha256
 from zerda_eval.errors import ZerdaEvalWarning
+from zerda_eval.hashing import content_hash, file_sha256, texts_sha256
+from zerda_eval.store.build_costs import must_rebuild, record_build
+from zerda_eval.store.files import atomic_write_text, build_lock, file_mode, write_error
 
 FORMAT_VERSION = 2  # 2: entry.json with checksums and build seconds
 ENTRY_FILE = "entry.json"
@@ -43,7 +35,7 @@ ENTRY_FILE = "entry.json"
 def index_key(k1: float, b: float, analyzer: dict[str, Any], texts: Sequence[str]) -> str:
     """The cache key of the BM25 index of ``texts`` (hex SHA-256)."""
     payload = {"format": FORMAT_VERSION, "k1": k1, "b": b, "analyzer": analyzer, "texts": texts_sha256(texts)}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()
+    return content_hash(payload)
 
 
 def cached_sparse_bm25(

@@ -3,7 +3,7 @@
 A cell id covers the package version and this fingerprint (``config``), so a change to a scorer,
 tokenizer or measure invalidates the cells computed with it, and only those (issue 16; PyTerrier's
 issue 304 is the failure it prevents). The modules of a cell are found statically: starting from its
-family's module (``zerda_eval.systems.<...>``) or ``zerda_eval.fusion``, plus the modules every cell
+family's module (``zerda_eval.systems.<...>``) or ``zerda_eval.fusion.methods``, plus the modules every cell
 runs (``EVERY_CELL``: loading, protocol rules, evaluation), every ``import`` / ``from ... import``
 into ``retrieval`` or ``zerda_eval`` is followed, including imports inside functions (heavy libraries
 are imported there) and leaving out ``if TYPE_CHECKING:`` blocks. ``from package import name`` is
@@ -16,20 +16,32 @@ Computed once per process (memoised per root module and per module source).
 from __future__ import annotations
 
 import ast
-import hashlib
 import importlib
 import importlib.util
 from functools import cache
 from pathlib import Path
 
+from zerda_eval.hashing import bytes_sha256, content_hash
+
 OURS = ("retrieval", "zerda_eval")
-# Run by every cell besides its family or fusion: the runner's own steps (its imports of families and
-# of the run store are not followed: they do not change numbers), loading, protocol rules, measures.
-EVERY_CELL = ("zerda_eval.measures", "zerda_eval.datasets.loader", "zerda_eval.datasets.protocols")
-LEAVES = ("zerda_eval.runner",)
-# Never followed nor hashed: they compute no number (the run store, validation, messages); what the
+# Run by every cell besides its family or fusion: the cell's own steps (its imports of families and of
+# the run store are not followed: they do not change numbers), loading, protocol rules, measures.
+EVERY_CELL = (
+    "zerda_eval.evaluation.ranking",
+    "zerda_eval.evaluation.measures",
+    "zerda_eval.datasets.loader",
+    "zerda_eval.datasets.protocols",
+)
+LEAVES = ("zerda_eval.execution.cell",)
+# Never followed nor hashed: they compute no number (file writing, validation, messages); what the
 # config resolves (defaults, conventions) is in the cell config itself.
-NOT_FOLLOWED = ("zerda_eval.cache", "zerda_eval.config", "zerda_eval.errors", "zerda_eval.code_fingerprint", *LEAVES)
+NOT_FOLLOWED = (
+    "zerda_eval.store.files",
+    "zerda_eval.spec.experiment",
+    "zerda_eval.errors",
+    "zerda_eval.spec.code_fingerprint",
+    *LEAVES,
+)
 
 
 def code_fingerprint(root: str) -> str:
@@ -42,12 +54,7 @@ def _fingerprint(root: str) -> str:
     modules = set(LEAVES)
     for start in (root, *EVERY_CELL):
         modules |= modules_of(start)
-    digest = hashlib.sha256()
-    for name in sorted(modules):
-        source = module_source(name)
-        digest.update(f"{name}\0{len(source)}\0".encode())
-        digest.update(source)
-    return digest.hexdigest()
+    return content_hash({name: bytes_sha256(module_source(name)) for name in sorted(modules)})
 
 
 def clear_memo() -> None:

@@ -1,11 +1,11 @@
 """Corpus embeddings on disk, so a grid embeds each corpus once per (model, parameters, corpus).
 
-The file is ``<cache_dir>/<key>.npy`` with ``key = sha256(embedder.name, embedder.params as sorted
-JSON, sha256 of the texts)``. A corpus-fitted embedder (LSA) also leaves its fitted state in
+The file is ``<cache_dir>/<key>.npy`` with ``key = content_hash(embedder.name, embedder.params,
+texts_sha256 of the texts)``. A corpus-fitted embedder (LSA) also leaves its fitted state in
 ``<key>.fit.npz`` (plain arrays, no pickle), so a rerun restores it instead of refitting.
 ``<key>.json``, written last, is the entry: the SHA-256 of each file and the seconds fitting and
 embedding took (``build_s``: the cell's ``index_build_s`` on a hit). Writes are atomic
-(``cache.replaced_atomically``: temporary file + ``os.replace``), so a crash never leaves a
+(``store.files.replaced_atomically``: temporary file + ``os.replace``), so a crash never leaves a
 half-written file under the final name; a file that fails its checksum, is unreadable, of the wrong
 shape or with non-finite values is recomputed with a warning. ``--force`` recomputes an entry once
 per process.
@@ -13,7 +13,6 @@ per process.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 import warnings
@@ -26,37 +25,17 @@ import numpy as np
 
 from retrieval.embeddings import CorpusFitted, Embedder, EmbedderError
 from retrieval.embeddings.base import finish_embeddings
-from zerda_eval.cache import (
-    atomic_write_text,
-    build_lock,
-    file_sha256,
-    must_rebuild,
-    record_build,
-    replaced_atomically,
-)
 from zerda_eval.errors import ZerdaEvalWarning
+from zerda_eval.hashing import content_hash, file_sha256, texts_sha256
+from zerda_eval.store.build_costs import must_rebuild, record_build
+from zerda_eval.store.files import atomic_write_text, build_lock, replaced_atomically
 
 EMBED_BATCH = 16_384  # texts per embed call; every bundled corpus fits in one (identical to one call)
 
 
-def texts_sha256(texts: Sequence[str]) -> str:
-    """SHA-256 of the texts in order, each length-prefixed so ``["ab", "c"]`` differs from ``["a", "bc"]``."""
-    digest = hashlib.sha256()
-    for text in texts:
-        data = text.encode("utf-8")
-        digest.update(len(data).to_bytes(8, "little"))
-        digest.update(data)
-    return digest.hexdigest()
-
-
 def cache_key(embedder: Embedder, texts: Sequence[str]) -> str:
     """The cache key of ``texts`` embedded by ``embedder`` (hex SHA-256)."""
-    payload = json.dumps(
-        {"name": embedder.name, "params": embedder.params, "texts": texts_sha256(texts)},
-        sort_keys=True,
-        ensure_ascii=False,
-    )
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    return content_hash({"name": embedder.name, "params": embedder.params, "texts": texts_sha256(texts)})
 
 
 def embed_corpus(embedder: Embedder, texts: Sequence[str], cache_dir: str | Path, mmap: bool = False) -> np.ndarray:

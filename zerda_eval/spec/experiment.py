@@ -14,11 +14,9 @@ cell executes (``code_fingerprint``).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
 import json
 import math
-import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,14 +25,25 @@ from pathlib import Path
 from typing import Any
 
 from zerda_eval.errors import ConfigError, unknown_value_message
-from zerda_eval.measures import DEFAULT_MEASURES, TIE_BREAK, is_measure
+from zerda_eval.evaluation.measures import DEFAULT_MEASURES, is_measure
+from zerda_eval.evaluation.ranking import TIE_BREAK
+from zerda_eval.hashing import canonical_json, content_hash
+from zerda_eval.spec.checks import (
+    check_keys,
+    check_name,
+    check_positive_int,
+    check_string,
+    check_unique,
+    get_array,
+    get_inline_table,
+    get_table,
+)
 
 TOP_LEVEL_KEYS = ("experiment", "datasets", "systems", "fusions", "compare", "study")
 EXPERIMENT_KEYS = ("name", "description", "output_dir", "seed", "depth", "measures", "cache_dir")
 DATASET_KEYS = ("id", "name", "max_queries", "measures")  # every other key is a protocol option of load_collection
 SYSTEM_KEYS = ("name", "family", "params", "grid")
 FUSION_KEYS = ("name", "inputs", "method", "params", "grid")
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 DEFAULT_DEPTH = 100
 CONVENTIONS = {
     "tie_break": TIE_BREAK,
@@ -70,7 +79,7 @@ class CellSpec:
 
 
 @dataclass(frozen=True)
-class Experiment:
+class ExperimentSpec:
     """A validated experiment file: resolved config, its hash, and the cells in run order."""
 
     path: Path
@@ -87,7 +96,7 @@ class Experiment:
         """Every cell of the experiment file, also after ``only``: the results tables cover them all."""
         return self.grid_cells or self.cells
 
-    def only(self, label: str) -> Experiment:
+    def only(self, label: str) -> ExperimentSpec:
         """The experiment restricted to one system or fusion (by name or label) plus the cells it needs."""
         names = {c.name for c in self.cells} | {c.label for c in self.cells}
         if label not in names:
@@ -98,16 +107,6 @@ class Experiment:
                 wanted.update(cell.inputs)
         cells = [c for c in self.cells if c.cell_id in wanted]
         return dataclasses.replace(self, cells=cells, grid_cells=self.every_cell)
-
-
-def canonical_json(value: Any) -> str:
-    """Key-sorted, compact JSON: the byte string hashes are taken of."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
-def content_hash(value: Any) -> str:
-    """SHA-256 hex of ``canonical_json(value)``."""
-    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
 
 
 def library_versions() -> dict[str, str]:
@@ -121,7 +120,7 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
-def load_experiment(path: str | Path) -> Experiment:
+def load_experiment(path: str | Path) -> ExperimentSpec:
     """Read and validate ``path``; raise ``ConfigError`` (one line, naming file and key) on any mistake."""
     path = Path(path)
     try:
@@ -139,19 +138,19 @@ def load_experiment(path: str | Path) -> Experiment:
     return resolve_experiment(raw, str(path))
 
 
-def resolve_experiment(raw: Mapping[str, Any], source: str) -> Experiment:
+def resolve_experiment(raw: Mapping[str, Any], source: str) -> ExperimentSpec:
     """Validate a parsed experiment table (``source`` names it in errors) and expand its grid."""
-    _check_keys(raw, TOP_LEVEL_KEYS, source, "top-level table")
-    exp = _table(raw, "experiment", source, required=True)
-    _check_keys(exp, EXPERIMENT_KEYS, source, "key in [experiment]")
-    name = _name(exp.get("name"), f"{source}: [experiment].name")
-    depth = _positive_int(exp.get("depth", DEFAULT_DEPTH), f"{source}: [experiment].depth")
+    check_keys(raw, TOP_LEVEL_KEYS, source, "top-level table")
+    exp = get_table(raw, "experiment", source, required=True)
+    check_keys(exp, EXPERIMENT_KEYS, source, "key in [experiment]")
+    name = check_name(exp.get("name"), f"{source}: [experiment].name")
+    depth = check_positive_int(exp.get("depth", DEFAULT_DEPTH), f"{source}: [experiment].depth")
     seed = exp.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ConfigError(f"{source}: [experiment].seed must be an integer, got {seed!r}")
     measures = _measures(exp.get("measures", list(DEFAULT_MEASURES)), depth, source)
-    output_dir = Path(_string(exp.get("output_dir", f"runs/{name}"), f"{source}: [experiment].output_dir"))
-    cache_dir = Path(_string(exp.get("cache_dir", "cache"), f"{source}: [experiment].cache_dir"))
+    output_dir = Path(check_string(exp.get("output_dir", f"runs/{name}"), f"{source}: [experiment].output_dir"))
+    cache_dir = Path(check_string(exp.get("cache_dir", "cache"), f"{source}: [experiment].cache_dir"))
 
     common = {
         "depth": depth,
@@ -160,16 +159,18 @@ def resolve_experiment(raw: Mapping[str, Any], source: str) -> Experiment:
         "conventions": CONVENTIONS,
         "versions": library_versions(),
     }
-    datasets = [_dataset(entry, f"{source}: datasets[{i}]") for i, entry in enumerate(_array(raw, "datasets", source))]
+    datasets = [
+        _dataset(entry, f"{source}: datasets[{i}]") for i, entry in enumerate(get_array(raw, "datasets", source))
+    ]
     for i, (dataset, entry) in enumerate(zip(datasets, raw["datasets"], strict=True)):
         dataset["measures"] = _dataset_measures(
             dataset, entry.get("measures"), measures, depth, f"{source}: datasets[{i}]"
         )
-    _unique([d["label"] for d in datasets], f"{source}: datasets", "dataset")
-    systems = [_system(entry, f"{source}: systems[{i}]") for i, entry in enumerate(_array(raw, "systems", source))]
-    _unique([s["name"] for s in systems], f"{source}: systems", "system name")
-    fusions = [_fusion(e, f"{source}: fusions[{i}]") for i, e in enumerate(_array(raw, "fusions", source, False))]
-    _unique(
+    check_unique([d["label"] for d in datasets], f"{source}: datasets", "dataset")
+    systems = [_system(entry, f"{source}: systems[{i}]") for i, entry in enumerate(get_array(raw, "systems", source))]
+    check_unique([s["name"] for s in systems], f"{source}: systems", "system name")
+    fusions = [_fusion(e, f"{source}: fusions[{i}]") for i, e in enumerate(get_array(raw, "fusions", source, False))]
+    check_unique(
         [s["name"] for s in systems] + [f["name"] for f in fusions],
         f"{source}: fusions",
         "system or fusion name",
@@ -187,12 +188,11 @@ def resolve_experiment(raw: Mapping[str, Any], source: str) -> Experiment:
         "datasets": datasets,
         "systems": systems,
         "fusions": fusions,
-        "compare": _compare(raw, source),
-        "study": dict(raw.get("study", {})),
+        **_analysis_tables(raw, source),
         "conventions": CONVENTIONS,
         "versions": common["versions"],
     }
-    return Experiment(Path(source), name, output_dir, cache_dir, resolved, content_hash(resolved), cells)
+    return ExperimentSpec(Path(source), name, output_dir, cache_dir, resolved, content_hash(resolved), cells)
 
 
 # --- sections -------------------------------------------------------------------------------------
@@ -206,10 +206,10 @@ def _dataset(entry: Any, where: str) -> dict[str, Any]:
         raise ConfigError(f'{where}: each [[datasets]] entry must be a table with id = "..."')
     given = {k: v for k, v in entry.items() if k not in DATASET_KEYS}
     for key in sorted(set(given) & {*USER_OPTIONS, "language"}):
-        _string(given[key], f"{where}.{key}")
+        check_string(given[key], f"{where}.{key}")
     max_queries = entry.get("max_queries")
     if max_queries is not None:
-        _positive_int(max_queries, f"{where}.max_queries")
+        check_positive_int(max_queries, f"{where}.max_queries")
     try:
         return _dataset_options(entry, given, max_queries, BUNDLED_IDS, where)
     except ConfigError as exc:
@@ -221,12 +221,14 @@ def _dataset_options(entry, given, max_queries, bundled, where) -> dict[str, Any
     from zerda_eval.datasets.protocols import dataset_options  # what the loader applies, recorded as is
 
     if "path" in given:
-        dataset_id = _string(entry.get("name") or entry.get("id") or Path(str(given["path"])).name, f"{where}.name")
+        dataset_id = check_string(
+            entry.get("name") or entry.get("id") or Path(str(given["path"])).name, f"{where}.name"
+        )
         options = dataset_options(dataset_id, given, bundled=False)
     else:
         if "id" not in entry:
             raise ConfigError(f"{where}: missing key 'id' (a dataset id such as \"beir/scifact/test\") or 'path'")
-        dataset_id = _string(entry["id"], f"{where}.id")
+        dataset_id = check_string(entry["id"], f"{where}.id")
         _check_dataset_id(dataset_id, bundled, where)
         options = dataset_options(dataset_id, given, bundled=dataset_id in bundled)
     from zerda_eval.datasets.fingerprint import content_fingerprint
@@ -257,11 +259,11 @@ def _system(entry: Any, where: str) -> dict[str, Any]:
 
     if not isinstance(entry, dict):
         raise ConfigError(f"{where}: each [[systems]] entry must be a table with name and family")
-    _check_keys(entry, SYSTEM_KEYS, where, "key of a system")
-    name = _name(entry.get("name"), f"{where}.name")
-    family = _string(entry.get("family"), f"{where}.family")
+    check_keys(entry, SYSTEM_KEYS, where, "key of a system")
+    name = check_name(entry.get("name"), f"{where}.name")
+    family = check_string(entry.get("family"), f"{where}.family")
     cls = family_class(family, f"{where}.family")
-    params = _inline_table(entry, "params", where)
+    params = get_inline_table(entry, "params", where)
     combos = _grid(entry, where, params, set(cls.all_specs()), f"parameter of {family}")
     variants = [
         {"label": _label(name, combo), "params": cls.resolve_params({**params, **combo}, f"{where}.params")}
@@ -272,19 +274,19 @@ def _system(entry: Any, where: str) -> dict[str, Any]:
 
 
 def _fusion(entry: Any, where: str) -> dict[str, Any]:
-    from zerda_eval.fusion import FUSION_METHODS, resolve_fusion_params
+    from zerda_eval.fusion.methods import FUSION_METHODS, resolve_fusion_params
 
     if not isinstance(entry, dict):
         raise ConfigError(f"{where}: each [[fusions]] entry must be a table with name, inputs and method")
-    _check_keys(entry, FUSION_KEYS, where, "key of a fusion")
-    name = _name(entry.get("name"), f"{where}.name")
-    method = _string(entry.get("method", "rrf"), f"{where}.method")
+    check_keys(entry, FUSION_KEYS, where, "key of a fusion")
+    name = check_name(entry.get("name"), f"{where}.name")
+    method = check_string(entry.get("method", "rrf"), f"{where}.method")
     if method not in FUSION_METHODS:
         raise ConfigError(unknown_value_message("fusion method", method, FUSION_METHODS, f"{where}.method"))
     inputs = entry.get("inputs")
     if not (isinstance(inputs, list) and len(inputs) >= 2 and all(isinstance(i, str) for i in inputs)):
         raise ConfigError(f"{where}.inputs: give a list of at least 2 system names, got {inputs!r}")
-    params = _inline_table(entry, "params", where)
+    params = get_inline_table(entry, "params", where)
     combos = _grid(entry, where, params, set(FUSION_METHODS[method]), f"parameter of fusion {method!r}")
     variants = []
     for combo in combos:
@@ -299,14 +301,9 @@ def _fusion(entry: Any, where: str) -> dict[str, Any]:
     return {"name": name, "method": method, "inputs": inputs, "variants": variants}
 
 
-def _compare(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
-    """``[compare]`` and ``[study]`` checked by ``zerda_eval.compare.parse_compare`` when they are present."""
-    if "compare" not in raw and "study" not in raw:
-        return {}
-    from zerda_eval.compare import parse_compare
-
-    parse_compare(raw, source)
-    return dict(raw.get("compare", {}))
+def _analysis_tables(raw: Mapping[str, Any], source: str) -> dict[str, dict[str, Any]]:
+    """``[compare]`` and ``[study]`` as given: the analysis layer validates them (``analysis.settings``)."""
+    return {key: dict(get_table(raw, key, source)) for key in ("compare", "study")}
 
 
 def _cells(datasets: list, systems: list, fusions: list, common: dict, source: str) -> list[CellSpec]:
@@ -337,10 +334,10 @@ def _cells(datasets: list, systems: list, fusions: list, common: dict, source: s
 
 def _cell(kind: str, dataset: dict, part: dict, extra: dict, common: dict, dataset_label: str) -> CellSpec:
     """One cell: its resolved config (``kind``, dataset, the system or fusion ``part``, ...) and its hash."""
-    from zerda_eval.code_fingerprint import code_fingerprint
+    from zerda_eval.spec.code_fingerprint import code_fingerprint
     from zerda_eval.systems import family_class
 
-    root = family_class(part["family"], "").__module__ if kind == "system" else "zerda_eval.fusion"
+    root = family_class(part["family"], "").__module__ if kind == "system" else "zerda_eval.fusion.methods"
     config = {"kind": kind, "dataset": dataset, kind: part, **extra, **common, "code": code_fingerprint(root)}
     inputs = tuple(extra.get("inputs", ()))
     return CellSpec(content_hash(config)[:16], kind, dataset_label, part["label"], part["name"], config, inputs)
@@ -420,7 +417,7 @@ def _measures(value: Any, depth: int, source: str, where: str | None = None) -> 
         cutoff = int(measure.split("@")[1])
         if cutoff > depth:
             raise ConfigError(f"{where}: {measure} needs a run of depth >= {cutoff}; raise [experiment].depth")
-    _unique(value, where, "measure")
+    check_unique(value, where, "measure")
     return list(value)
 
 
@@ -437,60 +434,3 @@ def _dataset_measures(dataset: dict, own: Any, measures: list[str], depth: int, 
             )
     official = [m for m in dataset["options"].get("official_measures", []) if m not in chosen]
     return [*chosen, *official]
-
-
-def _check_keys(table: Mapping[str, Any], allowed: tuple[str, ...], where: str, kind: str) -> None:
-    for key in table:
-        if key not in allowed:
-            raise ConfigError(unknown_value_message(kind, key, allowed, where))
-
-
-def _table(raw: Mapping[str, Any], key: str, source: str, required: bool = False) -> dict[str, Any]:
-    value = raw.get(key, {})
-    if key not in raw and required:
-        raise ConfigError(f'{source}: missing [{key}] table (it needs at least name = "...")')
-    if not isinstance(value, dict):
-        raise ConfigError(f"{source}: {key} must be a table ([{key}])")
-    return value
-
-
-def _array(raw: Mapping[str, Any], key: str, source: str, required: bool = True) -> list[Any]:
-    value = raw.get(key, [])
-    if not isinstance(value, list):
-        raise ConfigError(f"{source}: {key} must be an array of tables ([[{key}]])")
-    if required and not value:
-        raise ConfigError(f"{source}: no [[{key}]] entries; add at least one")
-    return value
-
-
-def _inline_table(entry: dict, key: str, where: str) -> dict[str, Any]:
-    value = entry.get(key, {})
-    if not isinstance(value, dict):
-        raise ConfigError(f"{where}.{key}: must be a table such as {{ k1 = 1.2 }}, got {value!r}")
-    return dict(value)
-
-
-def _name(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not NAME_PATTERN.match(value):
-        raise ConfigError(f"{where}: give a name of letters, digits, '.', '_' or '-', got {value!r}")
-    return value
-
-
-def _string(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"{where}: expected a non-empty string, got {value!r}")
-    return value
-
-
-def _positive_int(value: Any, where: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ConfigError(f"{where}: expected an integer >= 1, got {value!r}")
-    return value
-
-
-def _unique(values: list[str], where: str, kind: str) -> None:
-    seen = set()
-    for value in values:
-        if value in seen:
-            raise ConfigError(f"{where}: {kind} {value!r} appears twice; names must be unique")
-        seen.add(value)

@@ -1,4 +1,4 @@
-"""zerda_eval.significance against scipy, hand enumeration, hand-computed Holm, and ranx's tests."""
+"""zerda_eval.analysis.significance against scipy, hand enumeration, hand-computed Holm, and ranx's tests."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from zerda_eval import significance as sig
+from zerda_eval.analysis import significance as sig
 
 
 def test_align_by_query_id_and_count_missing():

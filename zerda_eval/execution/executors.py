@@ -14,23 +14,21 @@ Dask scheduler is asked for.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from zerda_eval.config import CellSpec
 from zerda_eval.errors import ConfigError, RunError
+from zerda_eval.execution.cell import CellResult, load_cell_collection
+from zerda_eval.hashing import content_hash
+from zerda_eval.spec.experiment import CellSpec
 
-if TYPE_CHECKING:
-    from zerda_eval.runner import CellResult
-
-Task = Callable[[CellSpec], "CellResult"]
-Executor = Callable[[Sequence[CellSpec], Task], Iterator["CellResult"]]
+Task = Callable[[CellSpec], CellResult]
+Executor = Callable[[Sequence[CellSpec], Task], Iterator[CellResult]]
 
 DEFAULT_LOCAL_WORKERS = 2
 TASK_RETRIES = 2  # a task raising (e.g. a flaky shared filesystem); a dead worker is rescheduled anyway
@@ -138,22 +136,20 @@ def task_key(cell: CellSpec, task: Task) -> str:
     A fixed key means a resubmitted or retried cell is the same task, never a second copy; the digest
     keeps two runs of the same cell into different output directories apart on a shared cluster.
     """
-    digest = hashlib.sha256(repr(getattr(task, "keywords", task)).encode("utf-8")).hexdigest()[:12]
+    options = getattr(task, "keywords", {})
+    digest = content_hash({k: str(v) for k, v in sorted(options.items())})[:12]
     return f"zerda-cell-{cell.cell_id}-{digest}"
 
 
 def preload_datasets(cells: Sequence[CellSpec]) -> None:
     """Load each dataset once in the client, so ir_datasets' cache (seeded files, extracts, doc stores)
     is complete before workers open it in parallel instead of racing to build it."""
-    from zerda_eval.datasets import load_collection
-
     seen = set()
     for cell in cells:
-        dataset = cell.config["dataset"]
-        key = repr((dataset["id"], sorted(dataset["given"].items())))
+        key = content_hash(cell.config["dataset"])
         if key not in seen:
             seen.add(key)
-            load_collection(dataset["id"], **dataset["given"])
+            load_cell_collection(cell.config["dataset"])
 
 
 def _run_after_inputs(task: Task, cell: CellSpec, *inputs: CellResult) -> CellResult:

@@ -9,7 +9,7 @@ Methods and where they come from:
 - ``combsum``, ``combmnz``, ``wsum`` (Fox & Shaw 1994): ranx's ``fuse`` methods ``sum``, ``mnz``, ``wsum``,
   computed here on a (inputs x docs) numpy matrix per query: ranx's ``fuse`` builds ``Run`` objects from
   dicts, and called per query (as a cell times each query) it was 7-8x slower (``benchmarks/
-  test_bench_fusion.py``). Equal to ranx's numbers (tested on real runs). ``norm`` is ``"min-max"``,
+  test_bench_fusion.py``). Equal to ranx's numbers (tested on real runs). ``score_norm`` is ``"min-max"``,
   ``"z-score"`` (ranx's ``zmuv``) or ``"none"``, with ranx's guards: a list of equal scores maps to 0.
 - ``rrf`` (Cormack et al. 2009): the project's one RRF, ``retrieval.core.rrf_scores``, optionally weighted.
   Its numbers equal ranx's ``rrf`` (tested); ranx's parallel RRF kernel is not served from numba's cache
@@ -24,7 +24,6 @@ Methods and where they come from:
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,28 +31,25 @@ import numpy as np
 
 from retrieval.core import rrf_scores
 from retrieval.zerda.config import FIXED, RRF_ORDERS, RetrieverConfig
-from retrieval.zerda.retriever import HybridRetriever
+from retrieval.zerda.retriever import HybridRetriever, rrf_bonuses, weighted_sum
 from zerda_eval.errors import ConfigError, unknown_value_message
-from zerda_eval.systems.base import ParamSpec
+from zerda_eval.evaluation.ranking import Ranking, Run, sort_ranking
+from zerda_eval.systems.params import ParamSpec
 
-Ranking = list[tuple[str, float]]
-RunDict = dict[str, Ranking]
-
-NORMS = {"min-max": "min-max", "z-score": "zmuv", "none": None}
-WEIGHT_STEP = 0.1
+SCORE_NORMS = ("min-max", "z-score", "none")  # ranx's names: min-max, zmuv, (none)
 
 
 _K = ParamSpec(60, "int", "RRF constant k: an item at 1-based rank r adds weight / (k + r)", minimum=0)
 _WEIGHTS = ParamSpec(None, "floats", "one weight per input run; none = 1.0 each", minimum=0.0, optional=True)
 _TOP_K = ParamSpec(None, "int", "keep the best top_k documents per query; none keeps all", positive=True, optional=True)
-_NORM = "score normalisation of each input before fusing"
+_SCORE_NORM = "score normalisation of each input run before fusing (per query)"
 
 FUSION_METHODS: dict[str, dict[str, ParamSpec]] = {
     "rrf": {"k": _K, "weights": _WEIGHTS, "top_k": _TOP_K},
-    "combsum": {"norm": ParamSpec("min-max", "str", _NORM, choices=tuple(NORMS)), "top_k": _TOP_K},
-    "combmnz": {"norm": ParamSpec("min-max", "str", _NORM, choices=tuple(NORMS)), "top_k": _TOP_K},
+    "combsum": {"score_norm": ParamSpec("min-max", "str", _SCORE_NORM, choices=SCORE_NORMS), "top_k": _TOP_K},
+    "combmnz": {"score_norm": ParamSpec("min-max", "str", _SCORE_NORM, choices=SCORE_NORMS), "top_k": _TOP_K},
     "wsum": {
-        "norm": ParamSpec("min-max", "str", _NORM, choices=tuple(NORMS)),
+        "score_norm": ParamSpec("min-max", "str", _SCORE_NORM, choices=SCORE_NORMS),
         "weights": _WEIGHTS,
         "top_k": _TOP_K,
     },
@@ -70,7 +66,7 @@ FUSION_METHODS: dict[str, dict[str, ParamSpec]] = {
             "one weight per input; none: seed 000's [0.6, 0.3] (vector, keyword)",
             optional=True,
         ),
-        "norm": ParamSpec("none", "str", _NORM, choices=tuple(NORMS)),
+        "score_norm": ParamSpec("none", "str", _SCORE_NORM, choices=SCORE_NORMS),
         "k": ParamSpec(HybridRetriever.RRF_K, "int", "RRF constant of the bonus (seed 000: 60)", minimum=0),
         "top_k": _TOP_K,
     },
@@ -98,13 +94,7 @@ def resolve_fusion_params(method: str, params: Mapping[str, Any], where: str = "
     return resolved
 
 
-def weight_sweep(step: float = WEIGHT_STEP) -> list[list[float]]:
-    """Weights ``[w, 1 - w]`` for two inputs, ``w`` from 0 to 1 in ``step`` (rounded to 10 places)."""
-    n = round(1 / step)
-    return [[round(i * step, 10), round(1 - i * step, 10)] for i in range(n + 1)]
-
-
-def fuse_runs(method: str, runs: Sequence[Mapping[str, Ranking]], **params: Any) -> RunDict:
+def fuse_runs(method: str, runs: Sequence[Mapping[str, Ranking]], **params: Any) -> Run:
     """Fuse ``runs`` with ``method`` (a key of ``FUSION_METHODS``) and the given parameters."""
     resolved = resolve_fusion_params(method, params, where="fuse_runs")
     if len(runs) < 2:
@@ -116,7 +106,7 @@ def fuse_runs(method: str, runs: Sequence[Mapping[str, Ranking]], **params: Any)
     aligned = [{qid: list(run.get(qid, [])) for qid in query_ids} for run in runs]
     if method in COMBINATIONS:
         weights = weights if method == "wsum" and weights else [1.0] * len(runs)
-        fused = {qid: _combine(method, [r[qid] for r in aligned], resolved["norm"], weights) for qid in query_ids}
+        fused = {qid: _combine(method, [r[qid] for r in aligned], resolved["score_norm"], weights) for qid in query_ids}
     elif method == "rrf":
         fused = {qid: rrf_scores([_ids(r[qid]) for r in aligned], weights, resolved["k"]) for qid in query_ids}
     elif method == "pipeline_rrf":
@@ -127,12 +117,6 @@ def fuse_runs(method: str, runs: Sequence[Mapping[str, Ranking]], **params: Any)
     else:
         fused = _fuse_zerda(aligned, query_ids, resolved)
     return {qid: sort_ranking(scores.items(), resolved["top_k"]) for qid, scores in fused.items()}
-
-
-def sort_ranking(scored: Any, top_k: int | None = None) -> Ranking:
-    """``(doc_id, score)`` pairs by score descending, then doc id ascending; at most ``top_k``."""
-    ranking = sorted(((str(d), float(s)) for d, s in scored), key=lambda item: (-item[1], item[0]))
-    return ranking if top_k is None else ranking[:top_k]
 
 
 def _ids(ranking: Ranking) -> list[str]:
@@ -153,24 +137,24 @@ def _pipeline_rrf(
     return {item.id: item.score for item in rrf_fuse(lists, list(weights) if weights else None, k, top_k)}
 
 
-def _normalised(scores: np.ndarray, norm: str) -> np.ndarray:
+def _normalised(scores: np.ndarray, score_norm: str) -> np.ndarray:
     """ranx's per-query normalisations: ``(s - min) / max(max - min, 1e-9)`` and ``(s - mean) / max(std, 1e-9)``."""
-    if norm == "none" or scores.size == 0:
+    if score_norm == "none" or scores.size == 0:
         return scores
-    if norm == "min-max":
+    if score_norm == "min-max":
         low = scores.min()
         return (scores - low) / max(scores.max() - low, 1e-9)
     return (scores - scores.mean()) / max(scores.std(), 1e-9)
 
 
-def _score_matrix(rankings: list[Ranking], norm: str) -> tuple[list[str], np.ndarray, np.ndarray]:
+def _score_matrix(rankings: list[Ranking], score_norm: str) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Docs of all inputs (first-seen order) and, per input row, their normalised scores (0 if absent) and presence."""
     columns: dict[str, int] = {}
     rows = []
     for ranking in rankings:
         scores = dict(ranking)  # a doc listed twice keeps its last score, as in a ranx Run
         where = np.array([columns.setdefault(doc_id, len(columns)) for doc_id in scores], dtype=np.intp)
-        rows.append((where, _normalised(np.fromiter(scores.values(), np.float64, len(scores)), norm)))
+        rows.append((where, _normalised(np.fromiter(scores.values(), np.float64, len(scores)), score_norm)))
     matrix = np.zeros((len(rankings), len(columns)))
     present = np.zeros(matrix.shape, dtype=bool)
     for row, (where, values) in enumerate(rows):
@@ -187,9 +171,9 @@ def _weighted_sum(matrix: np.ndarray, weights: Sequence[float]) -> np.ndarray:
     return total
 
 
-def _combine(method: str, rankings: list[Ranking], norm: str, weights: Sequence[float]) -> dict[str, float]:
+def _combine(method: str, rankings: list[Ranking], score_norm: str, weights: Sequence[float]) -> dict[str, float]:
     """CombSUM, CombMNZ (sum times the number of inputs holding the doc) or weighted sum of one query."""
-    docs, matrix, present = _score_matrix(rankings, norm)
+    docs, matrix, present = _score_matrix(rankings, score_norm)
     fused = _weighted_sum(matrix, weights)
     if method == "combmnz":
         fused *= present.sum(axis=0)
@@ -197,68 +181,32 @@ def _combine(method: str, rankings: list[Ranking], norm: str, weights: Sequence[
 
 
 def zerda_scores(
-    rankings: list[Ranking], weights: Sequence[float], rrf_order: str, k: float = 60, norm: str = "none"
+    rankings: list[Ranking],
+    weights: Sequence[float],
+    rrf_order: str,
+    k: int = HybridRetriever.RRF_K,
+    score_norm: str = "none",
 ) -> dict[str, float]:
-    """Seed 000 ``HybridRetriever`` scores of one query: weighted sum plus, if ``fixed``, the RRF bonus.
+    """Seed 000 ``HybridRetriever`` scores of one query, by the retriever's own steps 6 and 7.
 
-    A document absent from an input scores 0 there (the seed's ``ScoredChunk`` defaults). The bonus is
-    ``HybridRetriever.RRF_BONUS_WEIGHT * rrf / max(rrf)`` (0.20); with ``as_documented`` it is computed and
-    discarded, as the seed's source does (its ``=`` assignment overwrites the bonus). The retriever keeps
-    these steps in methods on ``ScoredChunk`` objects; here they act on the scores of fused runs.
+    A document absent from an input scores 0 there (the seed's ``ScoredChunk`` defaults); step 7 is
+    ``retrieval.zerda.retriever.weighted_sum`` of its inputs' scores, step 6 ``rrf_bonuses`` over the
+    inputs' ranked lists. With ``as_documented`` the bonus is discarded, as the seed's ``=`` assignment
+    in step 7 does; with ``fixed`` it is added after the weighted sum.
     """
-    docs, matrix, _ = _score_matrix(rankings, norm)
-    composite = dict(zip(docs, _weighted_sum(matrix, weights).tolist(), strict=True))
+    docs, matrix, _ = _score_matrix(rankings, score_norm)
+    composite = {doc_id: weighted_sum(column.tolist(), weights) for doc_id, column in zip(docs, matrix.T, strict=True)}
     if rrf_order == FIXED:
-        rrf = rrf_scores([_ids(r) for r in rankings], k=k)
-        top = max(rrf.values(), default=0.0)
-        if top > 0:
-            for doc_id, value in rrf.items():
-                composite[doc_id] += HybridRetriever.RRF_BONUS_WEIGHT * value / top
+        _, bonus = rrf_bonuses([_ids(r) for r in rankings], k)
+        for doc_id, value in bonus.items():
+            composite[doc_id] += value
     return composite
 
 
-def _fuse_zerda(runs: list[RunDict], query_ids: list[str], resolved: dict[str, Any]) -> dict[str, dict[str, float]]:
+def _fuse_zerda(runs: list[Run], query_ids: list[str], resolved: dict[str, Any]) -> dict[str, dict[str, float]]:
     seed_weights = [RetrieverConfig.vector_weight, RetrieverConfig.keyword_weight]
     weights = resolved["weights"] or (seed_weights if len(runs) == 2 else [1.0] * len(runs))
     return {
-        qid: zerda_scores([r[qid] for r in runs], weights, resolved["rrf_order"], resolved["k"], resolved["norm"])
+        qid: zerda_scores([r[qid] for r in runs], weights, resolved["rrf_order"], resolved["k"], resolved["score_norm"])
         for qid in query_ids
     }
-
-
-def optimise_fusion(
-    method: str,
-    runs: Sequence[Mapping[str, Ranking]],
-    qrels: Mapping[str, Mapping[str, int]],
-    metric: str = "ndcg@10",
-    norm: str = "min-max",
-    step: float = WEIGHT_STEP,
-) -> dict[str, Any]:
-    """Best ``wsum`` weights (grid of ``step``) or ``rrf`` k (10..100 by 10) on ``qrels``, via ranx's
-    ``optimize_fusion``; returns parameters for ``fuse_runs``. Tune on one split and test on another.
-
-    Queries are restricted to the judged ones that every run answers (ranx requires equal query sets).
-    """
-    from ranx import Qrels, Run, optimize_fusion
-
-    if method not in ("wsum", "rrf"):
-        raise ConfigError(f"optimise_fusion: method {method!r} has no ranx optimiser here; use 'wsum' or 'rrf'")
-    queries = sorted(q for q in qrels if qrels[q] and all(run.get(q) for run in runs))
-    if not queries:
-        raise ConfigError("optimise_fusion: no judged query is answered by every run; check the run query ids")
-    ranx_runs = [Run({q: dict(sort_ranking(run[q])) for q in queries}) for run in runs]
-    ranx_qrels = Qrels({q: dict(qrels[q]) for q in queries})
-    options = {"step": step} if method == "wsum" else {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        best = optimize_fusion(
-            ranx_qrels,
-            ranx_runs,
-            norm=NORMS[norm] if method == "wsum" else None,
-            method=method,
-            metric=metric,
-            show_progress=False,
-            **options,
-        )
-    params = {"weights": [round(w, 10) for w in best["weights"]], "norm": norm} if method == "wsum" else best
-    return resolve_fusion_params(method, params, where="optimise_fusion")

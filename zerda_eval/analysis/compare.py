@@ -1,0 +1,188 @@
+"""Comparisons with a baseline: every (system, measure) of a dataset tested against it.
+
+``parse_compare`` validates an experiment's ``[compare]`` table. ``compare_to_baseline`` tests every
+(system, measure) of a dataset against the baseline on per-query values aligned by query id, and
+corrects the p-values over the comparisons of that dataset's table (one family per dataset and test).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from zerda_eval.analysis import significance as sig
+from zerda_eval.errors import ConfigError, unknown_value_message
+from zerda_eval.spec.checks import check_keys
+
+COMPARE_KEYS = ("baseline", "measures", "tests", "correction", "alpha", "n_permutations", "seed")
+DEFAULT_CORRECTION = "holm"
+DEFAULT_ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class CompareSpec:
+    """What to compare: baseline label, measures (None = all), tests, correction, alpha, permutations, seed."""
+
+    baseline: str | None = None
+    measures: tuple[str, ...] | None = None
+    tests: tuple[str, ...] = sig.TESTS
+    correction: str = DEFAULT_CORRECTION
+    alpha: float = DEFAULT_ALPHA
+    n_permutations: int = sig.DEFAULT_PERMUTATIONS
+    seed: int = sig.DEFAULT_SEED
+
+
+def entry_names(document: Mapping[str, Any]) -> list[str]:
+    """The names of the ``[[systems]]`` and ``[[fusions]]`` entries of a parsed or resolved experiment."""
+    return [e.get("name") for key in ("systems", "fusions") for e in document.get(key, []) if isinstance(e, Mapping)]
+
+
+def check_system_name(value: Any, key: str, names: list[str], where: str) -> str | None:
+    """``value`` if it names a system or fusion of the experiment (None stays None), else a ``ConfigError``."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: {key} must be a system name (string), got {value!r}")
+    if names and value not in names:
+        raise ConfigError(unknown_value_message(f"system in {key}", value, [n for n in names if n], where))
+    return value
+
+
+def parse_compare(document: Mapping[str, Any], where: str) -> CompareSpec:
+    """Validate the ``[compare]`` table of a parsed (or resolved) experiment ``document``.
+
+    A baseline must name a ``[[systems]]`` or ``[[fusions]]`` entry when those are present; ``where``
+    (the file name) prefixes every error message.
+    """
+    compare = document.get("compare", {})
+    if not isinstance(compare, Mapping):
+        raise ConfigError(f"{where}: compare must be a table ([compare])")
+    check_keys(compare, COMPARE_KEYS, where, "key in [compare]")
+    tests = tuple(compare.get("tests", sig.TESTS))
+    for test in tests:
+        if test not in sig.TESTS:
+            raise ConfigError(unknown_value_message("test in compare.tests", test, sig.TESTS, where))
+    correction = compare.get("correction", DEFAULT_CORRECTION)
+    if correction not in sig.CORRECTIONS:
+        raise ConfigError(unknown_value_message("compare.correction", correction, sig.CORRECTIONS, where))
+    alpha = compare.get("alpha", DEFAULT_ALPHA)
+    if not (isinstance(alpha, float | int) and 0 < alpha < 1):
+        raise ConfigError(f"{where}: compare.alpha must be a number between 0 and 1, got {alpha!r}")
+    n_permutations = compare.get("n_permutations", sig.DEFAULT_PERMUTATIONS)
+    if not (isinstance(n_permutations, int) and n_permutations >= 1000):
+        raise ConfigError(f"{where}: compare.n_permutations must be an integer >= 1000, got {n_permutations!r}")
+    measures = compare.get("measures")
+    if measures is not None and not (isinstance(measures, list) and all(isinstance(m, str) for m in measures)):
+        raise ConfigError(f"{where}: compare.measures must be a list of measure names, got {measures!r}")
+    return CompareSpec(
+        baseline=check_system_name(compare.get("baseline"), "compare.baseline", entry_names(document), where),
+        measures=tuple(measures) if measures is not None else None,
+        tests=tests,
+        correction=correction,
+        alpha=float(alpha),
+        n_permutations=n_permutations,
+        seed=int(compare.get("seed", document.get("experiment", {}).get("seed", sig.DEFAULT_SEED))),
+    )
+
+
+def cells_of(results: pd.DataFrame, name: str) -> pd.DataFrame:
+    """Rows of ``results`` for the system ``name``: its label exactly, or its grid cells ``name[...]``."""
+    label = results["system"].astype(str)
+    return results[(label == name) | label.str.startswith(name + "[")]
+
+
+def measure_columns(results: pd.DataFrame, per_query: pd.DataFrame, spec: CompareSpec) -> list[str]:
+    """The measures to compare: ``spec.measures`` or every measure in ``per_query``, in results order."""
+    available = list(dict.fromkeys(per_query["measure"]))
+    if spec.measures is None:
+        return [m for m in results.columns if m in available] or available
+    for measure in spec.measures:
+        if measure not in available:
+            raise ConfigError(unknown_value_message("measure in compare.measures", measure, available, "results"))
+    return list(spec.measures)
+
+
+PerQuery = dict[tuple[str, str], dict[str, float]]
+
+
+def index_per_query(per_query: pd.DataFrame) -> PerQuery:
+    """``{(cell_id, measure): {query_id: value}}`` from the long per-query table (one pass)."""
+    return {
+        (str(cell), str(measure)): dict(zip(group["query_id"].astype(str), group["value"].astype(float), strict=True))
+        for (cell, measure), group in per_query.groupby(["cell_id", "measure"], sort=False)
+    }
+
+
+def _baseline_cell(results: pd.DataFrame, dataset: str, baseline: str) -> str:
+    rows = cells_of(results[results["dataset"] == dataset], baseline)
+    if len(rows) != 1:
+        found = ", ".join(rows["system"]) or "none"
+        raise ConfigError(
+            f"compare.baseline {baseline!r} must match exactly one cell on dataset {dataset!r}, "
+            f"found: {found}; name one grid cell label as the baseline"
+        )
+    return str(rows["cell_id"].iloc[0])
+
+
+def test_pair(aligned: sig.Aligned, spec: CompareSpec) -> dict[str, Any]:
+    delta = aligned.delta
+    low, high = sig.bootstrap_ci(delta, seed=spec.seed)
+    row: dict[str, Any] = {
+        "n_queries": len(aligned.query_ids),
+        "missing_in_baseline": aligned.missing_in_baseline,
+        "missing_in_system": aligned.missing_in_system,
+        "mean_baseline": float(aligned.baseline.mean()) if delta.size else float("nan"),
+        "mean_system": float(aligned.system.mean()) if delta.size else float("nan"),
+        "delta": float(delta.mean()) if delta.size else float("nan"),
+        "ci_low": low,
+        "ci_high": high,
+        "cohens_d": sig.cohens_d_paired(aligned.baseline, aligned.system),
+    }
+    for test in spec.tests:
+        row[f"p_{test}"] = sig.run_test(test, aligned, spec.n_permutations, spec.seed)
+    return row
+
+
+def correct_family(table: pd.DataFrame, family: str, spec: CompareSpec) -> pd.DataFrame:
+    for test in spec.tests:
+        adjusted = table[f"p_{test}"].copy()
+        for _, index in table.groupby(family).groups.items():
+            adjusted.loc[index] = sig.correct(table.loc[index, f"p_{test}"], spec.correction)
+        table[f"p_{test}_adj"] = adjusted
+        table[f"significant_{test}"] = adjusted < spec.alpha
+    return table
+
+
+def compare_to_baseline(results: pd.DataFrame, per_query: pd.DataFrame, spec: CompareSpec) -> pd.DataFrame:
+    """One row per (dataset, system, measure) other than the baseline: deltas, effect sizes, p-values.
+
+    ``p_<test>_adj`` is corrected with ``spec.correction`` over all comparisons of the dataset's table.
+    """
+    if spec.baseline is None:
+        return pd.DataFrame()
+    measures = measure_columns(results, per_query, spec)
+    lookup = index_per_query(per_query)
+    rows = []
+    for dataset, group in results.groupby("dataset", sort=False):
+        base_cell = _baseline_cell(results, str(dataset), spec.baseline)
+        for _, cell in group.iterrows():
+            if cell["cell_id"] == base_cell:
+                continue
+            for measure in measures:
+                if (base_cell, measure) not in lookup:  # not measured on this dataset (its own measures)
+                    continue
+                aligned = sig.align(lookup.get((base_cell, measure), {}), lookup.get((cell["cell_id"], measure), {}))
+                rows.append(
+                    {
+                        "dataset": dataset,
+                        "system": cell["system"],
+                        "cell_id": cell["cell_id"],
+                        "measure": measure,
+                    }
+                    | test_pair(aligned, spec)
+                )
+    table = pd.DataFrame(rows)
+    return correct_family(table, "dataset", spec) if not table.empty else table

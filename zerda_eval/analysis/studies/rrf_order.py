@@ -1,0 +1,289 @@
+"""The RRF-ordering study: what fixing seed 000's documented RRF ordering bug changes.
+
+Configured by ``[study.rrf_order]`` (``system``: a ``[[systems]]`` entry with an ``rrf_order`` grid
+axis holding both orders; ``depth``: the top-k whose changes are counted). It pairs the cells of that
+system that differ only in ``rrf_order`` and reports, per pair and per dataset, fixed minus
+as-documented: mean delta with a bootstrap CI and corrected p-values, the share of queries whose
+top-k changed and Kendall's tau between the two rankings. Per dataset, the per-query deltas are
+averaged over the pairs (settings) and tested once, so each dataset gets one headline delta and
+p-value; corrections run over all pairs (per test) and over all datasets (per test).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from retrieval.zerda.config import AS_DOCUMENTED, FIXED
+from zerda_eval.analysis import significance as sig
+from zerda_eval.analysis.agreement import TOP_DEPTH, ranking_agreement
+from zerda_eval.analysis.compare import (
+    CompareSpec,
+    cells_of,
+    check_system_name,
+    correct_family,
+    entry_names,
+    index_per_query,
+    measure_columns,
+    test_pair,
+)
+from zerda_eval.analysis.formatting import fmt, fmt_ci, fmt_delta, fmt_p
+from zerda_eval.analysis.studies.base import FinishedRun, StudyFigure, StudySection
+from zerda_eval.errors import ConfigError
+from zerda_eval.spec.checks import check_keys
+from zerda_eval.store.run_dir import read_cell_run
+
+KEYS = ("system", "depth")
+AXIS = "rrf_order"
+NEGLIGIBLE_DELTA = 0.005  # |mean delta| below this (absolute, e.g. nDCG points / 100) reads "negligible"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The study's system and the depth of the top lists compared."""
+
+    system: str
+    depth: int = TOP_DEPTH
+
+
+@dataclass(frozen=True)
+class StudyData:
+    """The study's numbers: per pair and measure, per dataset (primary measure), and the verdict."""
+
+    pairs: pd.DataFrame
+    datasets: pd.DataFrame
+    verdict: str
+    measure: str
+
+
+def parse(table: Mapping[str, Any], document: Mapping[str, Any], where: str) -> Settings:
+    """Validate ``[study.rrf_order]`` against the experiment ``document`` (parsed or resolved)."""
+    check_keys(table, KEYS, where, "key in [study.rrf_order]")
+    depth = table.get("depth", TOP_DEPTH)
+    if not (isinstance(depth, int) and not isinstance(depth, bool) and depth >= 1):
+        raise ConfigError(f"{where}: study.rrf_order.depth must be an integer >= 1, got {depth!r}")
+    if "system" not in table:
+        raise ConfigError(f"{where}: study.rrf_order.system is missing; name the zerda.hybrid system to pair")
+    names = entry_names(document)
+    system = check_system_name(table["system"], "study.rrf_order.system", names, where)
+    if names:
+        _check_axis(document, system, where)
+    return Settings(system, depth)
+
+
+def _orders(entry: Mapping[str, Any]) -> set[Any]:
+    """The ``rrf_order`` values a ``[[systems]]`` entry runs: from its grid and params (as written), or from
+    its variants (a resolved config, as ``experiment.json`` holds it)."""
+    if "variants" in entry:
+        return {variant.get("params", {}).get(AXIS) for variant in entry["variants"]}
+    params, grid = entry.get("params", {}), entry.get("grid", {})
+    values = {params[AXIS]} if isinstance(params, Mapping) and AXIS in params else set()
+    if isinstance(grid, Mapping) and isinstance(grid.get(AXIS), list):
+        values.update(grid[AXIS])
+    elif isinstance(grid, list):
+        values.update(combo.get(AXIS) for combo in grid if isinstance(combo, Mapping))
+    return values
+
+
+def _check_axis(document: Mapping[str, Any], name: str, where: str) -> None:
+    """The study pairs cells differing only in ``rrf_order``: its system must run both orders."""
+    systems = {entry.get("name"): entry for entry in document.get("systems", []) if isinstance(entry, Mapping)}
+    if name not in systems or not {AS_DOCUMENTED, FIXED} <= _orders(systems[name]):
+        raise ConfigError(
+            f"{where}: study.rrf_order.system {name!r} has no rrf_order grid axis with both {AS_DOCUMENTED!r} and "
+            f"{FIXED!r}, so the study would pair nothing; give a zerda.hybrid system "
+            f'grid = {{ rrf_order = ["{AS_DOCUMENTED}", "{FIXED}"] }}'
+        )
+
+
+def _setting(params_json: str) -> tuple[str, str | None]:
+    params = json.loads(params_json) if isinstance(params_json, str) else dict(params_json)
+    order = params.pop(AXIS, None)
+    label = ", ".join(f"{k}={params[k]}" for k in sorted(params))
+    return label, order
+
+
+def pairs_of(results: pd.DataFrame, system: str) -> pd.DataFrame:
+    """Pairs of cells of ``system`` that differ only in ``rrf_order``: dataset, setting, both cell ids."""
+    rows = []
+    for _, cell in cells_of(results, system).iterrows():
+        setting, order = _setting(cell["params"])
+        rows.append({"dataset": cell["dataset"], "setting": setting, "order": order, "cell_id": cell["cell_id"]})
+    frame = pd.DataFrame(rows, columns=["dataset", "setting", "order", "cell_id"])
+    frame = frame[frame["order"].isin([AS_DOCUMENTED, FIXED])]
+    pairs = frame.pivot_table(index=["dataset", "setting"], columns="order", values="cell_id", aggfunc="first")
+    if AS_DOCUMENTED not in pairs or FIXED not in pairs:
+        return pd.DataFrame(columns=["dataset", "setting", AS_DOCUMENTED, FIXED])
+    return pairs.dropna().reset_index()[["dataset", "setting", AS_DOCUMENTED, FIXED]]
+
+
+def compute(settings: Settings, finished: FinishedRun) -> StudyData | None:
+    """Fixed minus as-documented, per pair of cells and per dataset (None: no pair in the results)."""
+    spec, per_query = finished.compare, finished.per_query
+    pairs = pairs_of(finished.results, settings.system)
+    if pairs.empty:
+        return None
+    measures = measure_columns(finished.results, per_query, spec)
+    lookup = index_per_query(per_query)
+    rows, deltas_by_dataset = [], {}
+    for _, pair in pairs.iterrows():
+        documented = read_cell_run(finished.run_dir, pair[AS_DOCUMENTED])
+        fixed = read_cell_run(finished.run_dir, pair[FIXED])
+        changed, tau = ranking_agreement(documented, fixed, settings.depth)
+        for measure in measures:
+            if (pair[AS_DOCUMENTED], measure) not in lookup:  # not measured on this dataset
+                continue
+            aligned = sig.align(lookup.get((pair[AS_DOCUMENTED], measure), {}), lookup.get((pair[FIXED], measure), {}))
+            if measure == measures[0]:
+                deltas_by_dataset.setdefault(pair["dataset"], []).append(
+                    pd.Series(aligned.delta, index=aligned.query_ids)
+                )
+            rows.append(
+                dict(pair)
+                | {"measure": measure, "top_changed_share": changed, "kendall_tau": tau}
+                | test_pair(aligned, spec)
+            )
+    table = correct_family(pd.DataFrame(rows), "measure", spec)
+    datasets = []
+    for dataset, series in deltas_by_dataset.items():
+        mean_delta = pd.concat(series, axis=1).fillna(0.0).mean(axis=1)
+        aligned = sig.Aligned(list(mean_delta.index), np.zeros(len(mean_delta)), mean_delta.to_numpy(), 0, 0)
+        primary = table[(table["dataset"] == dataset) & (table["measure"] == measures[0])]
+        datasets.append(
+            {
+                "dataset": dataset,
+                "settings": len(series),
+                "top_changed_share": float(primary["top_changed_share"].mean()),
+                "kendall_tau": float(primary["kendall_tau"].mean()),
+                "significant_settings": int(primary[f"significant_{spec.tests[0]}"].sum()),
+            }
+            | {k: v for k, v in test_pair(aligned, spec).items() if k not in ("mean_baseline", "mean_system")}
+        )
+    per_dataset = correct_family(pd.DataFrame(datasets).assign(measure=measures[0]), "measure", spec)
+    return StudyData(table, per_dataset, verdict(per_dataset, measures[0], spec, settings.depth), measures[0])
+
+
+def run(settings: Settings, finished: FinishedRun) -> StudySection | None:
+    """The study's report section (None when the results hold no pair of cells)."""
+    data = compute(settings, finished)
+    if data is None:
+        return None
+    headline, detail = _tables(data, finished.compare, settings.depth)
+    figure = StudyFigure(
+        "rrf_order_delta",
+        f"{data.measure}: fixed minus as_documented per dataset.",
+        lambda label: _delta_figure(data, label),
+    )
+    return StudySection(
+        title="RRF-ordering study (seed 000 HybridRetriever)",
+        summary=data.verdict,
+        tables=[("Per dataset", headline)],
+        figures=[figure],
+        detail=[("RRF-ordering study: every paired setting", detail)],
+        data=data,
+    )
+
+
+def verdict(datasets: pd.DataFrame, measure: str, spec: CompareSpec, depth: int) -> str:
+    """One paragraph stating what the numbers of the RRF-ordering study say (generated, not written)."""
+    test = spec.tests[0]
+    test_name = "paired t-test" if test == "t-test" else "randomisation test"
+    significant = datasets[datasets[f"significant_{test}"]]
+    gains = significant[significant["delta"] > 0]
+    losses = significant[significant["delta"] < 0]
+    best = datasets.loc[datasets["delta"].idxmax()]
+    worst = datasets.loc[datasets["delta"].idxmin()]
+    settings = int(datasets["settings"].sum())
+    mean_abs = float(datasets["delta"].abs().mean())
+    size = "negligible" if mean_abs < NEGLIGIBLE_DELTA else "material"
+    lines = [
+        f"Over {len(datasets)} dataset(s) and {settings} paired setting(s), fixing the RRF ordering "
+        f"(adding the bonus after the weighted sum) changed mean {measure} per dataset by between "
+        f"{worst['delta']:+.4f} ({worst['dataset']}) and {best['delta']:+.4f} ({best['dataset']}); "
+        f"the mean absolute change is {mean_abs:.4f}, which is {size} (threshold {NEGLIGIBLE_DELTA}).",
+        f"The change is significant ({test_name}, {spec.correction} correction over datasets, "
+        f"alpha={spec.alpha}) on {len(significant)} of {len(datasets)} dataset(s): "
+        f"{len(gains)} gain(s) and {len(losses)} loss(es).",
+        f"The fix changed the top-{depth} of {datasets['top_changed_share'].mean():.1%} of "
+        f"queries on average, with a mean Kendall tau of {datasets['kendall_tau'].mean():.3f} "
+        "between the two rankings (1 = same order).",
+    ]
+    if len(significant) == 0:
+        lines.append("The documented bug therefore reorders results without a measurable effect on quality here.")
+    elif len(gains) > len(losses):
+        lines.append('The documented bug therefore costs measurable quality: use rrf_order = "fixed".')
+    else:
+        lines.append("Fixing the bug does not help on balance here: the RRF bonus mostly hurts these datasets.")
+    return " ".join(lines)
+
+
+def _tables(data: StudyData, spec: CompareSpec, depth: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per dataset headline table, per paired setting table) on the study's measure, as display strings."""
+    test = spec.tests[0]
+    headline = pd.DataFrame(
+        [
+            {
+                "dataset": row["dataset"],
+                "settings": str(row["settings"]),
+                f"mean delta {data.measure}": fmt_delta(row["delta"]),
+                "95% CI": fmt_ci(row["ci_low"], row["ci_high"]),
+                f"p ({test}, {spec.correction})": fmt_p(row[f"p_{test}_adj"]),
+                "significant settings": f"{row['significant_settings']}/{row['settings']}",
+                f"top-{depth} changed": f"{row['top_changed_share']:.1%}",
+                "Kendall tau": f"{row['kendall_tau']:.3f}",
+            }
+            for _, row in data.datasets.iterrows()
+        ]
+    )
+    primary = data.pairs[data.pairs["measure"] == data.measure]
+    detail = pd.DataFrame(
+        [
+            {
+                "dataset": row["dataset"],
+                "setting": row["setting"],
+                AS_DOCUMENTED: fmt(row["mean_baseline"]),
+                FIXED: fmt(row["mean_system"]),
+                "delta": fmt_delta(row["delta"]),
+                **{f"p ({t}, {spec.correction})": fmt_p(row[f"p_{t}_adj"]) for t in spec.tests},
+                f"top-{depth} changed": f"{row['top_changed_share']:.1%}",
+                "Kendall tau": f"{row['kendall_tau']:.3f}",
+            }
+            for _, row in primary.iterrows()
+        ]
+    )
+    return headline, detail
+
+
+def _delta_figure(data: StudyData, label: Callable[[str], str]) -> Any:
+    """Fixed minus as-documented per dataset: bar = mean over settings, dots = each setting, 95% CI."""
+    import matplotlib.pyplot as plt
+
+    datasets = data.datasets
+    pairs = data.pairs[data.pairs["measure"] == data.measure]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(datasets) + 3), 4.2))
+    x = np.arange(len(datasets))
+    delta = datasets["delta"].to_numpy()
+    yerr = np.vstack([delta - datasets["ci_low"].to_numpy(), datasets["ci_high"].to_numpy() - delta])
+    ax.bar(x, delta, 0.6, yerr=np.clip(yerr, 0, None), capsize=4, color="#4c72b0", label="mean over settings (95% CI)")
+    for i, dataset in enumerate(datasets["dataset"]):
+        values = pairs[pairs["dataset"] == dataset]["delta"].to_numpy()
+        ax.scatter(
+            np.full(values.size, i) + np.linspace(-0.15, 0.15, values.size),
+            values,
+            color="black",
+            s=12,
+            zorder=3,
+            label="one setting" if i == 0 else None,
+        )
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.set_xticks(x, [label(d) for d in datasets["dataset"]], rotation=15, ha="right")
+    ax.set_xlabel("dataset")
+    ax.set_ylabel(f"Δ {data.measure} (fixed − as_documented)")
+    ax.set_title("Effect of fixing the RRF ordering, per dataset")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+    return fig

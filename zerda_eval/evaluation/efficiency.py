@@ -1,0 +1,127 @@
+"""Efficiency figures of a grid cell: index time, per-query latency, throughput, peak memory.
+
+Latency: ``time.perf_counter`` (monotonic, highest resolution) around each single-query search,
+after one warm-up query that is not timed. A fusion's figures include its inputs': per query, the sum
+of the inputs' latencies plus the fusing step (run one after the other), and beside it the
+"parallel" figure, the slowest input plus the fusing step; index time likewise (sum, and max as
+parallel). Peak RSS is the process's resident high-water mark over the cell's own window: on Linux
+the kernel's ``VmHWM`` is reset to the current RSS when the cell starts (``/proc/self/clear_refs``
+"5") and read when it ends, so it is exact for the cell (it includes what was already resident,
+e.g. the loaded collection). Where that reset is unavailable the figure is the process's peak since
+it started (``ru_maxrss``) and ``RssWindow.scope`` says "process".
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """What a cell cost: index time, per-query latency percentiles, throughput, peak RSS.
+
+    For a fusion, ``index_time_s`` and the latencies are its inputs' summed with the fusing step (the
+    inputs run one after the other); the ``*_parallel_*`` figures take the slowest input instead (the
+    inputs run side by side). For a single system both are the same.
+    """
+
+    index_time_s: float
+    index_time_parallel_s: float
+    latency_mean_ms: float
+    latency_p50_ms: float
+    latency_p95_ms: float
+    latency_p99_ms: float
+    latency_parallel_mean_ms: float
+    qps: float
+    peak_rss_mb: float
+
+    @classmethod
+    def from_timings(
+        cls,
+        index_time_s: float,
+        latencies_s: Sequence[float],
+        peak_rss_mb: float,
+        index_time_parallel_s: float | None = None,
+        parallel_latencies_s: Sequence[float] | None = None,
+    ) -> Efficiency:
+        """Summarise per-query latencies (seconds) measured with ``time.perf_counter``."""
+        lat = _milliseconds(latencies_s)
+        parallel = lat if parallel_latencies_s is None else _milliseconds(parallel_latencies_s)
+        total_s = float(lat.sum()) / 1000.0
+        return cls(
+            index_time_s=float(index_time_s),
+            index_time_parallel_s=float(index_time_s if index_time_parallel_s is None else index_time_parallel_s),
+            latency_mean_ms=float(lat.mean()),
+            latency_p50_ms=float(np.percentile(lat, 50)),
+            latency_p95_ms=float(np.percentile(lat, 95)),
+            latency_p99_ms=float(np.percentile(lat, 99)),
+            latency_parallel_mean_ms=float(parallel.mean()),
+            qps=float(len(latencies_s) / total_s) if total_s > 0 else 0.0,
+            peak_rss_mb=float(peak_rss_mb),
+        )
+
+
+def _milliseconds(latencies_s: Sequence[float]) -> np.ndarray:
+    lat = np.asarray(latencies_s, dtype=np.float64) * 1000.0
+    return lat if lat.size else np.zeros(1)
+
+
+_CLEAR_REFS = "/proc/self/clear_refs"
+_STATUS = "/proc/self/status"
+
+
+class RssWindow:
+    """Peak resident memory of this process from the moment the window opens (see the module docstring).
+
+    ``scope`` is ``"cell"`` when the kernel's high-water mark was reset at the start (Linux), else
+    ``"process"`` (the peak since the process started: an upper bound for the window).
+    """
+
+    def __init__(self) -> None:
+        try:
+            with open(_CLEAR_REFS, "w") as handle:
+                handle.write("5")  # resets VmHWM to the current RSS (Linux >= 4.0)
+            self.scope = "cell" if _vm_hwm_mb() is not None else "process"
+        except OSError:
+            self.scope = "process"
+
+    def peak_mb(self) -> float:
+        """The high-water mark in MB since the window opened (``scope="cell"``) or since the process started."""
+        if self.scope == "cell":
+            peak = _vm_hwm_mb()
+            if peak is not None:
+                return peak
+        return peak_rss_mb()
+
+
+def _vm_hwm_mb() -> float | None:
+    try:
+        with open(_STATUS) as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0  # kB
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process since it started, in MB (``ru_maxrss``: KB on Linux, bytes on macOS)."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024.0 * 1024.0) if sys.platform == "darwin" else peak / 1024.0
+
+
+def not_measured() -> Efficiency:
+    """The figures of a cell whose costs were not measured here (a run file, or a fusion over one): NaN."""
+    return Efficiency(*([math.nan] * len(fields(Efficiency))))
+
+
+BUILD_COLUMN = "index_build_s"  # from-scratch cost of the index; index_time_s is this run's wall time
+EFFICIENCY_COLUMNS = ("index_time_s", BUILD_COLUMN, *(f.name for f in fields(Efficiency) if f.name != "index_time_s"))

@@ -1,0 +1,250 @@
+"""One grid cell: load the dataset, index and search (or fuse the input cells' runs), evaluate, write.
+
+``run_cell(cell, output_dir, cache_dir)`` is a pure function of the resolved cell config. A cell whose
+``result.json`` verifies (``store.run_dir.verified_result``) is reused unless ``force``; one that fails
+verification is recomputed with one warning naming it. That one mechanism gives resume after a crash
+or Ctrl-C, repairs a damaged run directory, and lets a scheduler (Dask) or concurrent runs compute
+cells anywhere that shares the output directory (one process per cell at a time: ``cell_lock``).
+
+Latency: each query is searched alone and timed with ``time.perf_counter`` after one untimed warm-up
+query (first-call costs: caches, lazy imports, numba kernels). A fusion cell's latency and index time
+include its inputs' (``evaluation.efficiency.Efficiency``), read from their ``result.json``
+(``stats["latency_ms"]``). A system that times nothing of its own (a run file) has no latency:
+its efficiency figures, and those of every fusion over it, are "not measured" (NaN).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from zerda_eval.errors import DatasetError, RunError, ZerdaEvalWarning
+from zerda_eval.evaluation.efficiency import BUILD_COLUMN, Efficiency, RssWindow, not_measured
+from zerda_eval.evaluation.measures import evaluate_collection
+from zerda_eval.evaluation.ranking import Run, tie_break
+from zerda_eval.hashing import canonical_json
+from zerda_eval.spec.experiment import CellSpec
+from zerda_eval.store.build_costs import counting_builds, rebuilding_caches
+from zerda_eval.store.run_dir import (
+    cell_dir,
+    cell_lock,
+    format_trec,
+    load_result,
+    per_query_csv,
+    read_cell_run,
+    verified_result,
+    write_cell,
+)
+
+LATENCY_KEY = "latency_ms"  # stats key: per-query latencies (ms) a fusion adds up
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """What ``run_cell`` returns: the cell's ``result.json`` content and whether it was reused."""
+
+    cell_id: str
+    result: dict[str, Any]
+    reused: bool
+
+
+def run_cell(
+    cell: CellSpec,
+    output_dir: Path,
+    cache_dir: Path | None = None,
+    force: bool = False,
+    progress: bool = False,
+    systems: Mapping[str, Any] | None = None,
+) -> CellResult:
+    """Reuse the cell if it verifies, else compute it and write its files atomically (``result.json`` last).
+
+    ``force`` recomputes the cell and rebuilds the store entries it uses (once per process).
+    ``systems``: objects given to the Python API by name (``family = "python"`` entries without ``object``).
+    """
+    output_dir = Path(output_dir)
+    with cell_lock(output_dir, cell.cell_id):  # concurrent runs: one computes, the others then reuse
+        if not force:
+            finished, problem = verified_result(output_dir, cell.cell_id)
+            if finished is not None:
+                return CellResult(cell.cell_id, finished, reused=True)
+            if problem:
+                warnings.warn(
+                    f"cell {cell.label!r} of {cell.dataset!r} ({cell.cell_id}): {problem}; recomputing it",
+                    ZerdaEvalWarning,
+                    stacklevel=2,
+                )
+        result, run, per_query = _compute(cell, output_dir, cache_dir, force, progress, systems or {})
+        sealed = write_cell(cell_dir(output_dir, cell.cell_id), result, format_trec(run), per_query)
+        return CellResult(cell.cell_id, sealed, reused=False)
+
+
+def _compute(
+    cell: CellSpec,
+    output_dir: Path,
+    cache_dir: Path | None,
+    force: bool,
+    progress: bool,
+    systems: Mapping[str, Any],
+) -> tuple[dict[str, Any], Run, str]:
+    collection, qids = load_cell_collection(cell.config["dataset"])
+    queries = {qid: collection.queries[qid] for qid in qids}
+    with rebuilding_caches(force), counting_builds() as costs:
+        if cell.kind == "fusion":
+            run, efficiency, stats = _fuse(cell, output_dir, queries)
+        else:
+            run, efficiency, stats = _search(cell, collection, queries, cache_dir, progress, systems)
+    run = _finish_run(run, collection, cell.config["depth"])
+    per_query, means = evaluate_collection(run, collection, qids, cell.config["measures"])
+    measured = asdict(efficiency)
+    if cell.kind == "fusion":  # what its inputs cost from scratch
+        inputs = [load_result(output_dir, input_id) or {} for input_id in cell.inputs]
+        build = sum(r.get("efficiency", {}).get(BUILD_COLUMN, math.nan) for r in inputs)
+    elif math.isnan(measured["index_time_s"]):
+        build = math.nan
+    else:  # this run's wall time, with each store entry's recorded build time in place of its read time
+        build = measured["index_time_s"] - costs.spent_s + costs.build_s
+    result = {
+        "cell_id": cell.cell_id,
+        "dataset": cell.dataset,
+        "system": cell.label,
+        "name": cell.name,
+        "kind": cell.kind,
+        "config": cell.config,
+        "means": means,
+        "efficiency": {"index_time_s": measured.pop("index_time_s"), BUILD_COLUMN: build, **measured},
+        "stats": stats,
+        "queries": len(qids),
+    }
+    return result, run, per_query_csv(per_query)
+
+
+def check_collections(cells: list[CellSpec]) -> None:
+    """Load each dataset of the grid once before any cell runs; one with nothing to evaluate is an error.
+
+    Loading up front also seeds the ``ir_datasets`` cache, so parallel workers never race to build it.
+    """
+    checked = set()
+    for cell in cells:
+        key = canonical_json(cell.config["dataset"])
+        if key in checked:
+            continue
+        checked.add(key)
+        collection, qids = load_cell_collection(cell.config["dataset"])
+        if not collection.doc_ids:
+            raise DatasetError(f"dataset {cell.dataset!r} has no documents; check its corpus file")
+        if not qids:
+            raise DatasetError(
+                f"dataset {cell.dataset!r} has no judged queries; check that its qrels name its query ids"
+            )
+
+
+def load_cell_collection(dataset: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    """The collection of a cell's resolved dataset config and the query ids it evaluates (``max_queries``)."""
+    from zerda_eval.datasets import load_collection
+
+    collection = load_collection(dataset["id"], **dataset["given"])
+    qids = list(collection.queries)
+    if dataset["max_queries"] is not None:
+        qids = qids[: dataset["max_queries"]]
+    return collection, qids
+
+
+def _search(
+    cell: CellSpec,
+    collection: Any,
+    queries: dict[str, str],
+    cache_dir: Path | None,
+    progress: bool,
+    systems: Mapping[str, Any],
+) -> tuple[Run, Efficiency, dict]:
+    """Index and search, timed; the per-query latencies (ms) go into the stats for fusions to add up."""
+    from zerda_eval.systems import build_system
+
+    spec = cell.config["system"]
+    system = build_system(spec["family"], spec["params"], systems)
+    depth = cell.config["depth"]
+    memory = RssWindow()
+    start = time.perf_counter()
+    system.index(collection, cache_dir)
+    index_time = time.perf_counter() - start
+    if not system.timed:  # a run file: its rankings were computed elsewhere, their cost is unknown
+        run = system.search(queries, depth)
+        return run, not_measured(), {**system.stats, LATENCY_KEY: None}
+    if queries:
+        first = next(iter(queries))
+        system.search({first: queries[first]}, depth)  # warm-up, not timed
+    run, latencies = {}, {}
+    for qid, text in tqdm(queries.items(), desc=cell.label, unit="q", leave=False, disable=not progress):
+        start = time.perf_counter()
+        run.update(system.search({qid: text}, depth))
+        latencies[qid] = time.perf_counter() - start
+    efficiency = Efficiency.from_timings(index_time, list(latencies.values()), memory.peak_mb())
+    stats = {
+        **system.stats,
+        "peak_rss_scope": memory.scope,
+        LATENCY_KEY: {qid: seconds * 1000.0 for qid, seconds in latencies.items()},
+    }
+    if collection.options.get("ignore_identical_ids") and collection.self_judged_pairs:
+        stats["self_judged_pairs_filtered"] = collection.self_judged_pairs
+    return run, efficiency, stats
+
+
+def _fuse(cell: CellSpec, output_dir: Path, queries: dict[str, str]) -> tuple[Run, Efficiency, dict]:
+    """Fuse the inputs' runs; costs include the inputs' (summed, and the slowest one as "parallel")."""
+    from zerda_eval.fusion import fuse_runs
+
+    memory = RssWindow()
+    runs, inputs = [], []
+    for input_id in cell.inputs:
+        result = load_result(output_dir, input_id)
+        if result is None:
+            raise RunError(f"fusion {cell.label!r}: input cell {input_id} has no finished run; rerun without --only")
+        if LATENCY_KEY not in result.get("stats", {}):
+            raise RunError(
+                f"fusion {cell.label!r}: input cell {input_id} has no per-query latencies (written by an older "
+                "version); rerun with --force"
+            )
+        runs.append(read_cell_run(output_dir, input_id))
+        inputs.append(result)
+    spec = cell.config["fusion"]
+    params = {k: v for k, v in spec["params"].items() if k != "method"}
+    run, serial, parallel = {}, [], []
+    for qid in queries:
+        start = time.perf_counter()
+        fused = fuse_runs(spec["method"], [{qid: r.get(qid, [])} for r in runs], **params)
+        fusing = time.perf_counter() - start
+        run[qid] = fused.get(qid, [])
+        own = [_latency_s(result, qid) for result in inputs]
+        serial.append(sum(own) + fusing)
+        parallel.append(max(own) + fusing)
+    index_times = [result["efficiency"]["index_time_s"] for result in inputs]
+    peak = max([memory.peak_mb()] + [result["efficiency"]["peak_rss_mb"] for result in inputs])
+    if any(math.isnan(t) for t in index_times):  # an input whose costs are not measured (a run file)
+        return run, not_measured(), {"peak_rss_scope": "not measured", LATENCY_KEY: None}
+    efficiency = Efficiency.from_timings(sum(index_times), serial, peak, max(index_times), parallel)
+    stats = {
+        "peak_rss_scope": "largest input cell or the fusing step",
+        LATENCY_KEY: {qid: seconds * 1000.0 for qid, seconds in zip(queries, serial, strict=True)},
+    }
+    return run, efficiency, stats
+
+
+def _latency_s(result: Mapping[str, Any], qid: str) -> float:
+    latencies = result["stats"][LATENCY_KEY]
+    return math.nan if latencies is None else latencies.get(qid, 0.0) / 1000.0
+
+
+def _finish_run(run: Mapping[str, list], collection: Any, depth: int) -> Run:
+    """Protocol rules, then the tie-break order, then the cut: self-hits dropped, run depth of the dataset."""
+    from zerda_eval.datasets.protocols import drop_self_hits
+
+    cut = min(depth, collection.options.get("run_depth", depth))
+    kept = drop_self_hits(run, collection)
+    return {qid: tie_break(results)[:cut] for qid, results in kept.items()}

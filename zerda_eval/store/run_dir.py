@@ -1,0 +1,282 @@
+"""A run directory: the one module that reads and writes its files.
+
+Layout of ``output_dir``::
+
+    experiment.json                 resolved config, its hash, the cell ids of the grid
+    cells/<cell_id>/run.trec        TREC run (``qid Q0 docid rank score tag``), tie-break order
+    cells/<cell_id>/per_query.csv   query_id, measure, value
+    cells/<cell_id>/result.json     written LAST: means, efficiency, stats, config, the SHA-256 of
+                                    the two files above and its own checksum
+    results.csv, results.parquet    one row per finished cell
+    per_query.parquet               every cell's per-query values, one long table
+    locks/<cell_id>.lock            held while a process checks, computes or writes the cell
+
+A cell counts as done only when its ``result.json`` verifies: it names the cell id, its own checksum
+(``content_hash`` of the rest of the document) matches, and so does the SHA-256 of each file it lists.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from filelock import FileLock
+
+from zerda_eval.errors import DataFormatError, RunError
+from zerda_eval.hashing import bytes_sha256, content_hash, file_sha256
+from zerda_eval.store.files import atomic_write_bytes, atomic_write_text, build_lock
+
+RESULT_FILE = "result.json"
+RUN_FILE = "run.trec"
+PER_QUERY_FILE = "per_query.csv"
+EXPERIMENT_FILE = "experiment.json"
+CHECKSUM_KEY = "checksum"
+RUN_TAG = "zerda-eval"
+REPAIR = "rerun `zerda-eval run CONFIG` (finished cells are reused) to rewrite it"
+
+Ranking = list[tuple[str, float]]
+
+
+# --- cells ----------------------------------------------------------------------------------------
+
+
+def cell_dir(output_dir: Path, cell_id: str) -> Path:
+    """``output_dir/cells/<cell_id>``."""
+    return Path(output_dir) / "cells" / cell_id
+
+
+def cell_lock(output_dir: Path, cell_id: str) -> FileLock:
+    """The lock one process holds while it checks, computes or writes the cell (``locks/<cell_id>.lock``)."""
+    return build_lock(Path(output_dir) / "locks" / cell_id)
+
+
+def seal(result: dict[str, Any], files: dict[str, bytes]) -> dict[str, Any]:
+    """``result`` with the SHA-256 of each file's content (``files``: name -> bytes) and its own checksum."""
+    sealed = {k: v for k, v in result.items() if k != CHECKSUM_KEY}
+    sealed["files"] = {name: bytes_sha256(data) for name, data in files.items()}
+    sealed[CHECKSUM_KEY] = content_hash(sealed)
+    return sealed
+
+
+def write_cell(directory: Path, result: dict[str, Any], run_text: str, per_query_text: str) -> dict[str, Any]:
+    """Write the run files, then ``result.json`` sealed with their checksums; a cell never finished is removed.
+
+    Called under the cell's lock. A failed write leaves a previously finished version of the cell alone
+    (its checksums then no longer match, so the next run recomputes it): a finished cell is never deleted.
+    """
+    contents = {RUN_FILE: run_text.encode("utf-8"), PER_QUERY_FILE: per_query_text.encode("utf-8")}
+    finished_before = (directory / RESULT_FILE).exists()
+    try:
+        for name, data in contents.items():
+            atomic_write_bytes(directory / name, data)
+        sealed = seal(result, contents)
+        atomic_write_text(directory / RESULT_FILE, json.dumps(sealed, indent=2, sort_keys=True, ensure_ascii=False))
+        return sealed
+    except RunError:
+        if not finished_before:
+            for name in contents:
+                (directory / name).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # other files in it: not ours to remove
+                directory.rmdir()
+        raise
+
+
+def verified_result(output_dir: Path, cell_id: str) -> tuple[dict[str, Any] | None, str]:
+    """The finished cell's ``result.json`` and ``""`` if it verifies, else ``None`` and what is wrong.
+
+    "what is wrong" is empty when the cell was never finished (no ``result.json``): nothing to warn about.
+    """
+    directory = cell_dir(output_dir, cell_id)
+    path = directory / RESULT_FILE
+    if not path.is_file():
+        return None, ""
+    try:
+        result = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return None, f"{RESULT_FILE} is unreadable ({type(exc).__name__})"
+    if not isinstance(result, dict) or result.get("cell_id") != cell_id:
+        return None, f"{RESULT_FILE} does not describe this cell"
+    body = {k: v for k, v in result.items() if k != CHECKSUM_KEY}
+    try:
+        intact = result.get(CHECKSUM_KEY) == content_hash(body)
+    except (TypeError, ValueError):
+        intact = False
+    files = result.get("files")
+    if not intact or not isinstance(files, dict) or not files:
+        return None, f"{RESULT_FILE} does not match its checksum (edited or damaged)"
+    for name, digest in files.items():
+        try:
+            if file_sha256(directory / name) != digest:
+                return None, f"{name} does not match its checksum (edited or truncated)"
+        except OSError:
+            return None, f"{name} is missing"
+    return result, ""
+
+
+def load_result(output_dir: Path, cell_id: str) -> dict[str, Any] | None:
+    """The finished cell's ``result.json`` if it verifies (``verified_result``), else None."""
+    return verified_result(output_dir, cell_id)[0]
+
+
+def finished_results(output_dir: Path, cell_ids: list[str], known: Mapping[str, Any] | None = None) -> list[dict]:
+    """The result of every finished (verified) cell of ``cell_ids``, in that order; ``known`` ones are not re-read."""
+    known = known or {}
+    results = []
+    for cell_id in cell_ids:
+        result = known.get(cell_id) or load_result(output_dir, cell_id)
+        if result is not None:
+            results.append(result)
+    return results
+
+
+# --- TREC run files -------------------------------------------------------------------------------
+
+
+def format_trec(run: Mapping[str, Ranking], tag: str = RUN_TAG) -> str:
+    """TREC run lines ``qid Q0 docid rank score tag``, in the order given (the tie-break order).
+
+    The score column keeps the systems' real scores (fusion reads them back). trec_eval ignores the
+    rank column and orders exact ties by doc id *descending*, so to re-evaluate a file with trec_eval,
+    give it the rank order (e.g. score = -rank): the harness's numbers are those of the rank order.
+    """
+    lines = [
+        f"{qid} Q0 {doc_id} {rank} {score!r} {tag}"
+        for qid, results in run.items()
+        for rank, (doc_id, score) in enumerate(results, start=1)
+    ]
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def trec_lines(path: Path) -> Iterator[tuple[int, str, str, float]]:
+    """``(line number, qid, doc id, score)`` per line of a TREC run file; a malformed line is a one-line
+    ``DataFormatError`` naming the file and line."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataFormatError(f"{path}: run file not found; check the path") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataFormatError(f"{path}: cannot read the run file ({type(exc).__name__})") from None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != 6:
+            raise DataFormatError(f"{path}:{number}: expected 'qid Q0 docid rank score tag', got {line!r}")
+        try:
+            score = float(parts[4])
+        except ValueError:
+            raise DataFormatError(f"{path}:{number}: score {parts[4]!r} is not a number") from None
+        yield number, parts[0], parts[2], score
+
+
+def read_trec(path: Path) -> dict[str, Ranking]:
+    """A TREC run file as ``{qid: [(doc_id, score), ...]}`` in file order."""
+    run: dict[str, Ranking] = {}
+    for _, qid, doc_id, score in trec_lines(path):
+        run.setdefault(qid, []).append((doc_id, score))
+    return run
+
+
+def read_cell_run(output_dir: Path, cell_id: str) -> dict[str, Ranking]:
+    """The run file of a cell."""
+    return read_trec(cell_dir(output_dir, cell_id) / RUN_FILE)
+
+
+# --- per-query values -----------------------------------------------------------------------------
+
+
+def per_query_csv(per_query: Mapping[str, Mapping[str, float]]) -> str:
+    """``query_id,measure,value`` rows, quoted where an id needs it (a comma, a quote, a line break)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(("query_id", "measure", "value"))
+    for measure, values in per_query.items():
+        writer.writerows((qid, measure, repr(value)) for qid, value in values.items())
+    return buffer.getvalue()
+
+
+def read_per_query_csv(path: Path) -> pd.DataFrame:
+    """A cell's ``per_query.csv`` (columns query_id, measure, value); ids read verbatim ("NA" stays "NA")."""
+    return pd.read_csv(path, dtype={"query_id": str, "measure": str}, keep_default_na=False, na_filter=False)
+
+
+def per_query_table(output_dir: Path, cells: pd.DataFrame) -> pd.DataFrame:
+    """The long per-query table of ``cells`` (rows with cell_id, dataset, system): the one join of cells'
+    ``per_query.csv`` files with their results rows."""
+    frames = []
+    for cell_id, dataset, system in zip(cells["cell_id"], cells["dataset"], cells["system"], strict=True):
+        frame = read_per_query_csv(cell_dir(output_dir, str(cell_id)) / PER_QUERY_FILE)
+        frame.insert(0, "system", system)
+        frame.insert(0, "dataset", dataset)
+        frame.insert(0, "cell_id", str(cell_id))
+        frames.append(frame)
+    columns = ["cell_id", "dataset", "system", "query_id", "measure", "value"]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
+# --- experiment-level files -----------------------------------------------------------------------
+
+
+def write_experiment_json(output_dir: Path, config_hash: str, config: dict[str, Any], cell_ids: list[str]) -> None:
+    """``experiment.json``: the resolved config, its hash and the cell ids of the whole grid."""
+    document = {"config_hash": config_hash, "config": config, "cells": cell_ids}
+    text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False)
+    atomic_write_text(Path(output_dir) / EXPERIMENT_FILE, text)
+
+
+def read_experiment_json(run_dir: Path) -> dict[str, Any]:
+    """``experiment.json`` of a run directory; unreadable or foreign: one-line ``DataFormatError``."""
+    path = Path(run_dir) / EXPERIMENT_FILE
+    if not path.is_file():
+        raise DataFormatError(f"{run_dir}: not a run directory (no {EXPERIMENT_FILE}); give the output_dir of a run")
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataFormatError(f"{path}: unreadable ({type(exc).__name__}); {REPAIR}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("config"), dict):
+        raise DataFormatError(f"{path}: not the experiment.json of a run; {REPAIR}")
+    return document
+
+
+def write_tables(output_dir: Path, table: pd.DataFrame) -> None:
+    """``results.csv``, ``results.parquet`` and the long ``per_query.parquet``, each atomically."""
+    atomic_write_text(Path(output_dir) / "results.csv", table.to_csv(index=False))
+    atomic_write_bytes(Path(output_dir) / "results.parquet", parquet_bytes(table))
+    long = per_query_table(output_dir, table) if not table.empty else pd.DataFrame()
+    atomic_write_bytes(Path(output_dir) / "per_query.parquet", parquet_bytes(long))
+
+
+def read_tables(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(results, per-query) tables of a run directory; a missing or damaged file is a one-line error."""
+    run_dir = Path(run_dir)
+    frames = []
+    for name in ("results.parquet", "per_query.parquet"):
+        try:
+            frames.append(pd.read_parquet(run_dir / name))
+        except FileNotFoundError:
+            raise DataFormatError(f"{run_dir / name}: missing; {REPAIR}") from None
+        except Exception as exc:  # pyarrow raises several types for a damaged file
+            raise DataFormatError(f"{run_dir / name}: unreadable ({type(exc).__name__}); {REPAIR}") from None
+    results, per_query = frames
+    if results.empty or per_query.empty:
+        raise DataFormatError(f"{run_dir}: no finished cells; run `zerda-eval run CONFIG` first")
+    return results.astype({"cell_id": str}), per_query.astype({"query_id": str, "cell_id": str})
+
+
+def check_run_dir(run_dir: Path) -> None:
+    """A one-line ``DataFormatError`` naming the experiment-level file of ``run_dir`` that cannot be read."""
+    read_experiment_json(run_dir)
+    read_tables(run_dir)
+
+
+def parquet_bytes(table: pd.DataFrame) -> bytes:
+    """``table`` as Parquet bytes (for an atomic write)."""
+    buffer = io.BytesIO()
+    table.to_parquet(buffer, index=False)
+    return buffer.getvalue()
