@@ -1,5 +1,15 @@
 """zerda-eval: an evaluation and benchmarking harness for hybrid retrieval, English and Arabic.
 
+The public API (loaded on first use, so ``import zerda_eval`` stays light)::
+
+    Experiment       an experiment from TOML or a dict; .run() -> Results
+    Results          a run directory's tables, runs, comparisons and report
+    describe_systems every system family and fusion method with its parameters
+    list_datasets    the bundled datasets
+    load_collection  a test collection by ir_datasets id or folder
+    fuse_runs        fuse runs ({qid: [(doc_id, score), ...]}) with any fusion method
+    ZerdaEvalError   the base of every one-line error the harness raises
+
 Importing the package registers the bundled collections with ``ir_datasets`` (so that
 ``ir_datasets.load("quranqa23/taskA/dev")`` works after ``import zerda_eval``). When ir_datasets'
 cache folder cannot be used, that waits: the first use of ``zerda_eval.datasets`` raises its one-line
@@ -8,9 +18,29 @@ cache folder cannot be used, that waits: the first use of ``zerda_eval.datasets`
 
 __version__ = "0.1.0"
 
+import importlib
 from contextlib import suppress
+from typing import Any
 
-from zerda_eval.errors import DatasetError
+from zerda_eval.errors import DatasetError, ZerdaEvalError
 
 with suppress(DatasetError):
     from zerda_eval import datasets as _datasets  # noqa: F401  (registers the ir_datasets ids)
+
+_PUBLIC = {
+    "Experiment": "zerda_eval.api",
+    "Results": "zerda_eval.api",
+    "describe_systems": "zerda_eval.api",
+    "list_datasets": "zerda_eval.datasets",
+    "load_collection": "zerda_eval.datasets",
+    "fuse_runs": "zerda_eval.fusion",
+}
+
+__all__ = [*_PUBLIC, "ZerdaEvalError", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    """``zerda_eval.Experiment`` and the rest of the public API, imported when first used (PEP 562)."""
+    if name in _PUBLIC:
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
+    raise AttributeError(f"module 'zerda_eval' has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""``zerda-eval``: run an experiment, list datasets, write a report.
+"""``zerda-eval``: run an experiment, write a report, list datasets and systems (a thin layer over ``api``).
 
 Exit codes: 0 ok, 1 error (a ``ZerdaEvalError``: one line on stderr, no traceback), 2 usage,
 130 interrupted (Ctrl-C: finished cells are kept; rerun the same command to resume), 141 when the
@@ -20,14 +20,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pandas as pd
+
 from zerda_eval import __version__
-from zerda_eval.errors import ConfigError, RunError, ZerdaEvalError, ZerdaEvalWarning
+from zerda_eval.errors import ConfigError, RunError, ZerdaEvalError, ZerdaEvalWarning, unknown_value_message
+from zerda_eval.evaluation.efficiency import NOT_MEASURED
+from zerda_eval.evaluation.measures import DEFAULT_MEASURES
 
 if TYPE_CHECKING:
+    from zerda_eval.api import Results
     from zerda_eval.execution.executors import Scheduler
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
-TABLE_MEASURES = ("ndcg@10", "mrr@10", "recall@100", "map@100", "precision@10")
+SUMMARY_COSTS = ("index_time_s", "latency_p50_ms", "qps")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--no-report", action="store_true", help="skip writing reports/<experiment>/")
     commands.add_parser("datasets", help="list the bundled datasets")
+    systems = commands.add_parser("systems", help="list every system family and fusion method with its parameters")
+    systems.add_argument("name", nargs="?", help="one family or fusion method (default: all)")
     report = commands.add_parser("report", help="write the report of a run directory")
     report.add_argument("run_dir", type=Path)
     report.add_argument("--out", type=Path, help="report directory (default reports/<run dir name>)")
@@ -103,37 +110,41 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from zerda_eval.execution.executors import open_executor
-    from zerda_eval.execution.runner import run_experiment
-    from zerda_eval.spec.experiment import load_experiment
+    from zerda_eval.api import Experiment
 
     try:
         scheduler = _scheduler(args)
     except ZerdaEvalError as exc:
         print(f"zerda-eval: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    experiment = load_experiment(args.config)
+    experiment = Experiment.from_toml(args.config)
     if args.only:
         experiment = experiment.only(args.only)
-    with open_executor(scheduler) as executor:
-        table = run_experiment(experiment, force=args.force, progress=sys.stderr.isatty(), executor=executor)
-    measures = [m for m in TABLE_MEASURES if m in table.columns]
-    columns = ["dataset", "system", *measures, "index_time_s", "latency_p50_ms", "qps"]
-    print(table[columns].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    results = experiment.run(scheduler=scheduler, force=args.force, progress=sys.stderr.isatty())
+    print(_summary(results.table))
     print(f"\nruns: {experiment.output_dir}")
     if not args.no_report and not args.only:
         report_dir = Path("reports") / experiment.name
         rebuild = f"zerda-eval report {experiment.output_dir}"
-        print(f"report: {_write_report(experiment.output_dir, report_dir, rebuild)}")
+        print(f"report: {_write_report(results, report_dir, rebuild)}")
     return EXIT_OK
 
 
-def _write_report(run_dir: Path, report_dir: Path, rebuild: str) -> Path:
-    """``write_report``; a failure is one line saying the runs are safe and the command that rebuilds it."""
-    from zerda_eval.report import write_report
+def _summary(table: pd.DataFrame) -> str:
+    """The results table as printed: main measures and costs; costs not measured (a run file) say so."""
+    measures = [m for m in DEFAULT_MEASURES if m in table.columns]
+    columns = ["dataset", "system", *measures, *SUMMARY_COSTS]
+    shown = table[columns].astype(object)
+    for column in columns[2:]:
+        shown[column] = [NOT_MEASURED if pd.isna(v) else f"{v:.4f}" for v in table[column]]
+    return shown.to_string(index=False)
 
+
+def _write_report(results: Results, report_dir: Path, rebuild: str) -> Path:
+    """``results.report``; a failure is one line saying the runs are safe and the command that rebuilds it."""
+    run_dir = results.run_dir
     try:
-        return write_report(run_dir, report_dir)
+        return results.report(report_dir)
     except (ZerdaEvalError, OSError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise RunError(
@@ -162,15 +173,30 @@ def _datasets(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from zerda_eval.store.run_dir import check_run_dir
+    from zerda_eval.api import Results
 
-    check_run_dir(args.run_dir)
+    results = Results.load(args.run_dir)
     report_dir = args.out or Path("reports") / args.run_dir.name
-    print(_write_report(args.run_dir, report_dir, f"zerda-eval report {args.run_dir} --out DIR"))
+    print(_write_report(results, report_dir, f"zerda-eval report {args.run_dir} --out DIR"))
     return EXIT_OK
 
 
-COMMANDS = {"run": _run, "datasets": _datasets, "report": _report}
+def _systems(args: argparse.Namespace) -> int:
+    from zerda_eval.api import describe_systems
+
+    table = describe_systems()
+    if args.name is not None:
+        if args.name not in set(table["name"]):
+            raise ConfigError(unknown_value_message("system family or fusion method", args.name, set(table["name"])))
+        table = table[table["name"] == args.name]
+    for (kind, name, description), rows in table.groupby(["kind", "name", "description"], sort=False):
+        print(f"{name}  ({kind}) {description}")
+        for _, row in rows.iterrows():
+            print(f"    {row['parameter']} = {row['default']}  [{row['allowed']}]  {row['help']}")
+    return EXIT_OK
+
+
+COMMANDS = {"run": _run, "datasets": _datasets, "report": _report, "systems": _systems}
 
 if __name__ == "__main__":
     sys.exit(main())

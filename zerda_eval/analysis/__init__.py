@@ -1,5 +1,5 @@
 """What a finished run directory says: paired significance tests, comparisons with a baseline, and
 studies (plug-ins in ``analysis.studies``).
 
-Layer 9 of the one-way flow: it imports the store (run files) and evaluation; never execution.
+It reads run directories through the store; it never imports execution (runs are finished before).
 """

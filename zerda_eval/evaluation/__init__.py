@@ -1,4 +1,5 @@
 """Rankings (the one run type and its tie-break), effectiveness measures and efficiency figures.
 
-Layer 4 of the one-way flow: it imports ``errors`` and ``datasets`` (the Qur'an QA official scorer).
+It imports ``errors`` and ``datasets`` (the Qur'an QA official scorer). ``ranking`` imports nothing of
+ours but ``errors``: the run store below ``datasets`` writes its run type (see ``docs/ARCHITECTURE.md``).
 """

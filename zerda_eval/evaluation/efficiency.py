@@ -118,9 +118,22 @@ def peak_rss_mb() -> float:
     return peak / (1024.0 * 1024.0) if sys.platform == "darwin" else peak / 1024.0
 
 
+NOT_MEASURED = "not measured"  # how tables print an efficiency figure a cell could not measure (NaN)
+
+
 def not_measured() -> Efficiency:
     """The figures of a cell whose costs were not measured here (a run file, or a fusion over one): NaN."""
     return Efficiency(*([math.nan] * len(fields(Efficiency))))
+
+
+def as_json(figures: dict[str, float]) -> dict[str, float | None]:
+    """Figures as ``result.json`` holds them: a figure not measured (NaN) is ``null``."""
+    return {name: None if math.isnan(value) else value for name, value in figures.items()}
+
+
+def figure(value: float | None) -> float:
+    """A figure read back from ``result.json``: ``null`` (not measured) is NaN again."""
+    return math.nan if value is None else float(value)
 
 
 BUILD_COLUMN = "index_build_s"  # from-scratch cost of the index; index_time_s is this run's wall time

@@ -26,7 +26,7 @@ from typing import Any
 from tqdm import tqdm
 
 from zerda_eval.errors import DatasetError, RunError, ZerdaEvalWarning
-from zerda_eval.evaluation.efficiency import BUILD_COLUMN, Efficiency, RssWindow, not_measured
+from zerda_eval.evaluation.efficiency import BUILD_COLUMN, Efficiency, RssWindow, as_json, figure, not_measured
 from zerda_eval.evaluation.measures import evaluate_collection
 from zerda_eval.evaluation.ranking import Run, tie_break
 from zerda_eval.hashing import canonical_json
@@ -105,9 +105,7 @@ def _compute(
     measured = asdict(efficiency)
     if cell.kind == "fusion":  # what its inputs cost from scratch
         inputs = [load_result(output_dir, input_id) or {} for input_id in cell.inputs]
-        build = sum(r.get("efficiency", {}).get(BUILD_COLUMN, math.nan) for r in inputs)
-    elif math.isnan(measured["index_time_s"]):
-        build = math.nan
+        build = sum(figure(r.get("efficiency", {}).get(BUILD_COLUMN)) for r in inputs)
     else:  # this run's wall time, with each store entry's recorded build time in place of its read time
         build = measured["index_time_s"] - costs.spent_s + costs.build_s
     result = {
@@ -118,7 +116,7 @@ def _compute(
         "kind": cell.kind,
         "config": cell.config,
         "means": means,
-        "efficiency": {"index_time_s": measured.pop("index_time_s"), BUILD_COLUMN: build, **measured},
+        "efficiency": as_json({"index_time_s": measured.pop("index_time_s"), BUILD_COLUMN: build, **measured}),
         "stats": stats,
         "queries": len(qids),
     }
@@ -168,7 +166,7 @@ def _search(
     from zerda_eval.systems import build_system
 
     spec = cell.config["system"]
-    system = build_system(spec["family"], spec["params"], systems)
+    system = build_system(spec["family"], spec["params"], systems, spec.get("content"))
     depth = cell.config["depth"]
     memory = RssWindow()
     start = time.perf_counter()
@@ -224,8 +222,8 @@ def _fuse(cell: CellSpec, output_dir: Path, queries: dict[str, str]) -> tuple[Ru
         own = [_latency_s(result, qid) for result in inputs]
         serial.append(sum(own) + fusing)
         parallel.append(max(own) + fusing)
-    index_times = [result["efficiency"]["index_time_s"] for result in inputs]
-    peak = max([memory.peak_mb()] + [result["efficiency"]["peak_rss_mb"] for result in inputs])
+    index_times = [figure(result["efficiency"]["index_time_s"]) for result in inputs]
+    peak = max([memory.peak_mb()] + [figure(result["efficiency"]["peak_rss_mb"]) for result in inputs])
     if any(math.isnan(t) for t in index_times):  # an input whose costs are not measured (a run file)
         return run, not_measured(), {"peak_rss_scope": "not measured", LATENCY_KEY: None}
     efficiency = Efficiency.from_timings(sum(index_times), serial, peak, max(index_times), parallel)

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
-from zerda_eval.evaluation.efficiency import EFFICIENCY_COLUMNS
+from zerda_eval.evaluation.efficiency import EFFICIENCY_COLUMNS, figure
 from zerda_eval.evaluation.measures import warm_up_ranx
 from zerda_eval.execution.cell import CellResult, check_collections, run_cell
 from zerda_eval.execution.executors import Executor, run_serially
@@ -90,7 +90,7 @@ def results_table(results: list[Mapping[str, Any]]) -> pd.DataFrame:
                 "params": canonical_json(part["params"]),
                 "cell_id": result["cell_id"],
                 **{m: means[m] for m in ordered},
-                **{k: result["efficiency"].get(k, float("nan")) for k in EFFICIENCY_COLUMNS},
+                **{k: figure(result["efficiency"].get(k)) for k in EFFICIENCY_COLUMNS},
             }
         )
     return pd.DataFrame(rows)

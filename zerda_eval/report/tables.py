@@ -15,7 +15,7 @@ import pandas as pd
 from zerda_eval.analysis.compare import CompareSpec, cells_of, measure_columns
 from zerda_eval.analysis.formatting import fmt, fmt_ci, fmt_delta, fmt_p
 from zerda_eval.analysis.settings import AnalysisSettings, parse_analysis
-from zerda_eval.evaluation.efficiency import EFFICIENCY_COLUMNS
+from zerda_eval.evaluation.efficiency import EFFICIENCY_COLUMNS, NOT_MEASURED
 from zerda_eval.evaluation.measures import ANSWERABLE_PREFIX
 from zerda_eval.store.run_dir import EXPERIMENT_FILE, read_experiment_json, read_tables
 
@@ -28,7 +28,6 @@ UNITS = {
 }
 LATENCY_COLUMNS = ("latency_mean_ms", "latency_parallel_mean_ms")
 MARKERS = {"t-test": "*", "fisher": "†"}
-NOT_MEASURED = "not measured"
 
 
 @dataclass

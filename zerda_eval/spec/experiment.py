@@ -316,7 +316,7 @@ def _cells(datasets: list, systems: list, fusions: list, common: dict, source: s
         for system in systems:
             for variant in system["variants"]:
                 part = {"name": system["name"], "label": variant["label"], "family": system["family"]}
-                cell = _cell("system", ds, {**part, "params": variant["params"]}, {}, common, dataset["label"])
+                cell = _cell("system", ds, {**part, "params": variant["params"]}, {}, common, dataset["label"], source)
                 cells.append(cell)
                 for key in {system["name"], variant["label"]}:
                     by_name.setdefault(key, []).append(cell)
@@ -327,17 +327,23 @@ def _cells(datasets: list, systems: list, fusions: list, common: dict, source: s
                 part = {"name": fusion["name"], "label": variant["label"], "method": fusion["method"]}
                 extra = {"inputs": input_ids}
                 cells.append(
-                    _cell("fusion", ds, {**part, "params": variant["params"]}, extra, common, dataset["label"])
+                    _cell("fusion", ds, {**part, "params": variant["params"]}, extra, common, dataset["label"], source)
                 )
     return cells
 
 
-def _cell(kind: str, dataset: dict, part: dict, extra: dict, common: dict, dataset_label: str) -> CellSpec:
+def _cell(kind: str, dataset: dict, part: dict, extra: dict, common: dict, dataset_label: str, source: str) -> CellSpec:
     """One cell: its resolved config (``kind``, dataset, the system or fusion ``part``, ...) and its hash."""
     from zerda_eval.spec.code_fingerprint import code_fingerprint
     from zerda_eval.systems import family_class
 
-    root = family_class(part["family"], "").__module__ if kind == "system" else "zerda_eval.fusion.methods"
+    if kind == "system":
+        family = family_class(part["family"], "")
+        root = family.__module__
+        content = family.content_key(part["params"], dataset_label, f"{source}: system {part['label']!r}")
+        part = {**part, "content": content} if content else part
+    else:
+        root = "zerda_eval.fusion.methods"
     config = {"kind": kind, "dataset": dataset, kind: part, **extra, **common, "code": code_fingerprint(root)}
     inputs = tuple(extra.get("inputs", ()))
     return CellSpec(content_hash(config)[:16], kind, dataset_label, part["label"], part["name"], config, inputs)

@@ -29,6 +29,7 @@ import pandas as pd
 from filelock import FileLock
 
 from zerda_eval.errors import DataFormatError, RunError
+from zerda_eval.evaluation.ranking import Ranking, Run
 from zerda_eval.hashing import bytes_sha256, content_hash, file_sha256
 from zerda_eval.store.files import atomic_write_bytes, atomic_write_text, build_lock
 
@@ -40,7 +41,6 @@ CHECKSUM_KEY = "checksum"
 RUN_TAG = "zerda-eval"
 REPAIR = "rerun `zerda-eval run CONFIG` (finished cells are reused) to rewrite it"
 
-Ranking = list[tuple[str, float]]
 
 
 # --- cells ----------------------------------------------------------------------------------------
@@ -175,15 +175,15 @@ def trec_lines(path: Path) -> Iterator[tuple[int, str, str, float]]:
         yield number, parts[0], parts[2], score
 
 
-def read_trec(path: Path) -> dict[str, Ranking]:
+def read_trec(path: Path) -> Run:
     """A TREC run file as ``{qid: [(doc_id, score), ...]}`` in file order."""
-    run: dict[str, Ranking] = {}
+    run: Run = {}
     for _, qid, doc_id, score in trec_lines(path):
         run.setdefault(qid, []).append((doc_id, score))
     return run
 
 
-def read_cell_run(output_dir: Path, cell_id: str) -> dict[str, Ranking]:
+def read_cell_run(output_dir: Path, cell_id: str) -> Run:
     """The run file of a cell."""
     return read_trec(cell_dir(output_dir, cell_id) / RUN_FILE)
 

@@ -20,6 +20,8 @@ from zerda_eval.systems.pipeline import (
     PipelineRouted,
     PipelineSparse,
 )
+from zerda_eval.systems.run_file import RunFileSystem
+from zerda_eval.systems.user import PythonSystem
 from zerda_eval.systems.zerda import ZerdaHybrid, ZerdaKeyword, ZerdaMetadata, ZerdaVector
 
 SYSTEMS: dict[str, type[System]] = {
@@ -35,6 +37,8 @@ SYSTEMS: dict[str, type[System]] = {
         PipelineRerank,
         PipelineRouted,
         PipelineLateInteraction,
+        PythonSystem,
+        RunFileSystem,
     )
 }
 
@@ -52,16 +56,22 @@ def resolve_params(family: str, params: Mapping[str, Any], where: str = "") -> d
 
 
 def build_system(
-    family: str, params: Mapping[str, Any] | None = None, objects: Mapping[str, Any] | None = None
+    family: str,
+    params: Mapping[str, Any] | None = None,
+    objects: Mapping[str, Any] | None = None,
+    content: Mapping[str, Any] | None = None,
 ) -> System:
     """A new, unindexed system of ``family`` with ``params`` (checked, defaults filled in).
 
-    ``objects``: the user systems handed to the Python API by name (``family = "python"``).
+    ``objects``: the user systems handed to the Python API by name (``family = "python"``);
+    ``content``: the cell's ``content_key`` of the family (a run file's path and hash).
     """
     cls = family_class(family)
     system = cls(**cls.resolve_params(params or {}, family))
-    if objects is not None:
+    if objects:
         system.objects = objects
+    if content:
+        system.content = content
     return system
 
 

@@ -36,6 +36,8 @@ class System:
     description: ClassVar[str]
     param_specs: ClassVar[dict[str, ParamSpec]]
     timed: ClassVar[bool] = True  # False: its rankings come from elsewhere (a run file); latency not measured
+    objects: Mapping[str, Any] = {}  # systems given to the Python API by name (family "python" reads them)
+    content: Mapping[str, Any] = {}  # this cell's ``content_key`` (a run file's path and hash)
 
     def __init__(self, **params: Any):
         self.params = params
@@ -53,6 +55,9 @@ class System:
         for name in params:
             if name not in specs:
                 raise ConfigError(unknown_value_message(f"parameter of {cls.family}", name, specs, where))
+        for name, spec in specs.items():
+            if spec.required and name not in params:
+                raise ConfigError(f"{where}.{name}: required by family {cls.family!r} ({spec.help})")
         resolved = {
             name: spec.check(params[name], f"{where}.{name}") if name in params else spec.default
             for name, spec in specs.items()
@@ -63,6 +68,11 @@ class System:
     @classmethod
     def check_combination(cls, params: dict[str, Any], where: str) -> None:
         """Cross-parameter rules (none by default); raise ``ConfigError``."""
+
+    @classmethod
+    def content_key(cls, params: Mapping[str, Any], dataset: str, where: str) -> dict[str, Any]:
+        """What the cell's numbers depend on besides params and code, on ``dataset`` (a run file's hash)."""
+        return {}
 
     def index(self, collection: Any, cache_dir: Path | None = None) -> None:
         """Build the index over ``collection`` (a ``zerda_eval.datasets.Collection``)."""
@@ -83,14 +93,18 @@ class System:
         With ``no_answer_threshold``, a query whose top hit's raw score (``_scored``) is below it, or
         that has no hit, is answered with the no-answer id alone.
         """
-        threshold = self.params.get("no_answer_threshold")
         run = {}
         for qid, text in queries.items():
             results, top = self._scored(text, k)
-            if threshold is not None and (top is None or top < threshold):
-                results = [(NO_ANSWER_ID, 1.0)]
-            run[qid] = results
+            run[qid] = self.answer(results, top)
         return run
+
+    def answer(self, results: Ranking, top: float | None) -> Ranking:
+        """``results``, or the no-answer id alone when ``no_answer_threshold`` is set and ``top`` is below it."""
+        threshold = self.params.get("no_answer_threshold")
+        if threshold is not None and (top is None or top < threshold):
+            return [(NO_ANSWER_ID, 1.0)]
+        return results
 
     def _index(self, collection: Any, cache_dir: Path | None) -> None:
         raise NotImplementedError

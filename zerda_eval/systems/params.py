@@ -29,7 +29,7 @@ class ParamSpec:
 
     ``kind`` is ``"float"``, ``"int"``, ``"str"``, ``"bool"``, ``"floats"`` (list of numbers) or
     ``"strs"`` (list of strings) or ``"table"`` (a TOML table). Numbers must be finite; ``optional``
-    allows the default ``None``.
+    allows the default ``None``; ``required`` has no default.
     """
 
     default: Any
@@ -40,6 +40,7 @@ class ParamSpec:
     maximum: float | None = None
     positive: bool = False
     optional: bool = False
+    required: bool = False  # no default: the experiment must give it
 
     def describe(self) -> str:
         """Short allowed-values text for error messages."""

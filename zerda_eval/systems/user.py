@@ -1,0 +1,119 @@
+"""Your own retriever in the grid (``family = "python"``).
+
+The contract, duck-typed: an object with ``search(query_text, k) -> [(doc_id, score), ...]`` (best
+first, doc ids of the collection) and, optionally, ``index(collection)`` (a
+``zerda_eval.datasets.Collection``: ``doc_ids``, ``texts``, ``queries``, ``language``, ...), called once
+per cell before any query; or a plain callable ``f(query_text, k)``.
+
+From TOML, ``object = "package.module:factory"`` names a factory (a class or function) called with
+``options`` as keyword arguments, once per cell. From the Python API,
+``Experiment.from_dict(..., systems={"mine": obj})`` puts ``obj`` itself in the grid
+(``object = "mine"``). Either way ``version`` is required: the cell id covers object, version and
+options, not your code, so change ``version`` when your code's results change; finished cells are
+reused otherwise. The grid times each query and applies the tie-break, depth, fusion and
+comparisons as for every built-in family.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from zerda_eval.errors import ConfigError, RunError
+from zerda_eval.evaluation.ranking import Ranking
+from zerda_eval.systems.base import System
+from zerda_eval.systems.params import ParamSpec
+
+FACTORY_SEPARATOR = ":"
+
+
+def is_factory_path(value: str) -> bool:
+    """``"package.module:factory"`` (imported) rather than the name of an object given to the Python API."""
+    return FACTORY_SEPARATOR in value
+
+
+def import_factory(path: str, where: str) -> Callable[..., Any]:
+    """The factory ``package.module:name`` names; a one-line ``ConfigError`` when it cannot be imported."""
+    module_name, _, attribute = path.partition(FACTORY_SEPARATOR)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # the user's module may fail in any way while importing
+        raise ConfigError(
+            f"{where}: cannot import {module_name!r} ({type(exc).__name__}: {exc}); "
+            "put its folder on PYTHONPATH or install it"
+        ) from None
+    factory = getattr(module, attribute, None)
+    if not callable(factory):
+        raise ConfigError(f"{where}: {module_name!r} has no callable {attribute!r}; give 'package.module:factory'")
+    return factory
+
+
+class PythonSystem(System):
+    """A user's retriever: ``index(collection)`` (optional) and ``search(query_text, k)``, or a callable."""
+
+    family = "python"
+    description = "your own retriever: an object with index(collection) / search(query_text, k), or a callable"
+    param_specs: ClassVar[dict[str, ParamSpec]] = {
+        "object": ParamSpec(
+            None,
+            "str",
+            "'package.module:factory' (called with options), or the name of a system given to the Python API",
+            required=True,
+        ),
+        "version": ParamSpec(
+            None, "str", "your system's version: part of the cell id, change it when its results change", required=True
+        ),
+        "options": ParamSpec({}, "table", "keyword arguments of the factory"),
+    }
+
+    @classmethod
+    def check_combination(cls, params: dict[str, Any], where: str) -> None:
+        if not params["version"]:
+            raise ConfigError(f"{where}.version: give a non-empty version string")
+        if is_factory_path(params["object"]):
+            import_factory(params["object"], f"{where}.object")
+        elif params["options"]:
+            raise ConfigError(f"{where}.options: only a factory ('package.module:factory') takes options")
+
+    def _index(self, collection: Any, cache_dir: Path | None) -> None:
+        self._object = self._resolve()
+        self._doc_ids = frozenset(collection.doc_ids)
+        index = getattr(self._object, "index", None)
+        if callable(index):
+            index(collection)
+        self.stats["python"] = {"object": self.params["object"], "version": self.params["version"]}
+
+    def _resolve(self) -> Any:
+        name = self.params["object"]
+        if is_factory_path(name):
+            return import_factory(name, f"system object {name!r}")(**self.params["options"])
+        objects: Mapping[str, Any] = getattr(self, "objects", None) or {}
+        if name not in objects:
+            raise RunError(
+                f"system object {name!r} was not given: pass it as "
+                f"Experiment.from_dict(..., systems={{{name!r}: obj}}), or name a factory 'package.module:factory'"
+            )
+        return objects[name]
+
+    def _search(self, text: str, k: int) -> Ranking:
+        search = getattr(self._object, "search", self._object)
+        if not callable(search):
+            raise RunError(f"system object {self.params['object']!r} has no search(query_text, k) and is not callable")
+        hits = search(text, k)
+        ranking = []
+        for hit in hits:
+            try:
+                doc_id, score = hit
+                ranking.append((str(doc_id), float(score)))
+            except (TypeError, ValueError):
+                raise RunError(
+                    f"system object {self.params['object']!r}: search returned {hit!r}; give (doc_id, score) pairs"
+                ) from None
+            if ranking[-1][0] not in self._doc_ids:
+                raise RunError(
+                    f"system object {self.params['object']!r}: search returned doc id {doc_id!r}, "
+                    f"which is not in dataset {self.collection.id!r}"
+                )
+        return ranking
