@@ -42,7 +42,6 @@ RUN_TAG = "zerda-eval"
 REPAIR = "rerun `zerda-eval run CONFIG` (finished cells are reused) to rewrite it"
 
 
-
 # --- cells ----------------------------------------------------------------------------------------
 
 
