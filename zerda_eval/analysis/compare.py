@@ -41,12 +41,14 @@ def entry_names(document: Mapping[str, Any]) -> list[str]:
 
 
 def check_system_name(value: Any, key: str, names: list[str], where: str) -> str | None:
-    """``value`` if it names a system or fusion of the experiment (None stays None), else a ``ConfigError``."""
+    """``value`` if it names a system or fusion of the experiment, or one of its grid or tuned labels
+    (``bm25[b=0.5]``, ``bm25[tuned]``; None stays None), else a ``ConfigError``."""
     if value is None:
         return None
     if not isinstance(value, str):
         raise ConfigError(f"{where}: {key} must be a system name (string), got {value!r}")
-    if names and value not in names:
+    entry = value.split("[", 1)[0] if value.endswith("]") else value  # a grid or tuned label: its entry
+    if names and entry not in names:
         raise ConfigError(unknown_value_message(f"system in {key}", value, [n for n in names if n], where))
     return value
 
@@ -116,8 +118,11 @@ def index_per_query(per_query: pd.DataFrame) -> PerQuery:
     }
 
 
-def _baseline_cell(results: pd.DataFrame, dataset: str, baseline: str) -> str:
+def _baseline_cell(results: pd.DataFrame, dataset: str, baseline: str) -> str | None:
+    """The baseline's cell on ``dataset``; None when it has none there (a tuned row of a train split)."""
     rows = cells_of(results[results["dataset"] == dataset], baseline)
+    if rows.empty and not cells_of(results, baseline).empty:
+        return None
     if len(rows) != 1:
         found = ", ".join(rows["system"]) or "none"
         raise ConfigError(
@@ -159,6 +164,8 @@ def correct_family(table: pd.DataFrame, family: str, spec: CompareSpec) -> pd.Da
 def compare_to_baseline(results: pd.DataFrame, per_query: pd.DataFrame, spec: CompareSpec) -> pd.DataFrame:
     """One row per (dataset, system, measure) other than the baseline: deltas, effect sizes, p-values.
 
+    A dataset where the baseline has no cell (the train split of a tuned row) has no comparisons.
+
     ``p_<test>_adj`` is corrected with ``spec.correction`` over all comparisons of the dataset's table.
     """
     if spec.baseline is None:
@@ -168,6 +175,8 @@ def compare_to_baseline(results: pd.DataFrame, per_query: pd.DataFrame, spec: Co
     rows = []
     for dataset, group in results.groupby("dataset", sort=False):
         base_cell = _baseline_cell(results, str(dataset), spec.baseline)
+        if base_cell is None:
+            continue
         for _, cell in group.iterrows():
             if cell["cell_id"] == base_cell:
                 continue

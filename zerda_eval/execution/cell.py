@@ -10,7 +10,8 @@ Latency: each query is searched alone and timed with ``time.perf_counter`` after
 query (first-call costs: caches, lazy imports, numba kernels). A fusion cell's latency and index time
 include its inputs' (``evaluation.efficiency.Efficiency``), read from their ``result.json``
 (``stats["latency_ms"]``). A system that times nothing of its own (a run file) has no latency:
-its efficiency figures, and those of every fusion over it, are "not measured" (NaN).
+its efficiency figures, and those of every fusion over it, are "not measured" (NaN). A tuned cell
+(``execution.tuning``) assembles its run from the grid cells it chose.
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ from zerda_eval.errors import DatasetError, RunError, ZerdaEvalWarning
 from zerda_eval.evaluation.efficiency import BUILD_COLUMN, Efficiency, RssWindow, as_json, figure, not_measured
 from zerda_eval.evaluation.measures import evaluate_collection
 from zerda_eval.evaluation.ranking import Run, tie_break
+from zerda_eval.execution.tuning import tuned_run
 from zerda_eval.hashing import canonical_json
 from zerda_eval.spec.experiment import CellSpec
+from zerda_eval.spec.tuning import TUNED
 from zerda_eval.store.build_costs import counting_builds, rebuilding_caches
 from zerda_eval.store.run_dir import (
     cell_dir,
@@ -98,14 +101,18 @@ def _compute(
     with rebuilding_caches(force), counting_builds() as costs:
         if cell.kind == "fusion":
             run, efficiency, stats = _fuse(cell, output_dir, queries)
+        elif cell.kind == TUNED:
+            run, efficiency, stats = tuned_run(cell, output_dir, qids)
         else:
             run, efficiency, stats = _search(cell, collection, queries, cache_dir, progress, systems)
     run = _finish_run(run, collection, cell.config["depth"])
     per_query, means = evaluate_collection(run, collection, qids, cell.config["measures"])
     measured = asdict(efficiency)
-    if cell.kind == "fusion":  # what its inputs cost from scratch
-        inputs = [load_result(output_dir, input_id) or {} for input_id in cell.inputs]
-        build = sum(figure(r.get("efficiency", {}).get(BUILD_COLUMN)) for r in inputs)
+    if cell.kind != "system":  # what the cells it fuses (or, tuned, the cells it chose) cost from scratch
+        used = cell.inputs if cell.kind == "fusion" else stats["tuning"]["cells"]
+        build = sum(
+            figure((load_result(output_dir, cell_id) or {}).get("efficiency", {}).get(BUILD_COLUMN)) for cell_id in used
+        )
     else:  # this run's wall time, with each store entry's recorded build time in place of its read time
         build = measured["index_time_s"] - costs.spent_s + costs.build_s
     result = {
@@ -124,7 +131,8 @@ def _compute(
 
 
 def check_collections(cells: list[CellSpec]) -> None:
-    """Load each dataset of the grid once before any cell runs; one with nothing to evaluate is an error.
+    """Load each dataset of the grid once before any cell runs; one with nothing to evaluate is an error,
+    and so is a tuning train split whose documents are not the tuned dataset's.
 
     Loading up front also seeds the ``ir_datasets`` cache, so parallel workers never race to build it.
     """
@@ -140,6 +148,16 @@ def check_collections(cells: list[CellSpec]) -> None:
         if not qids:
             raise DatasetError(
                 f"dataset {cell.dataset!r} has no judged queries; check that its qrels name its query ids"
+            )
+    for cell in cells:
+        train = cell.config.get("train_dataset")
+        if (
+            train is not None
+            and load_cell_collection(train)[0].doc_ids != load_cell_collection(cell.config["dataset"])[0].doc_ids
+        ):
+            raise DatasetError(
+                f"[tuning].train: {train['id']!r} and {cell.dataset!r} do not hold the same documents, so a choice "
+                "made on one says nothing of the other; give a train split of the same corpus"
             )
 
 

@@ -78,7 +78,7 @@ def results_table(results: list[Mapping[str, Any]]) -> pd.DataFrame:
     rows = []
     for result in results:
         config = result["config"]
-        part = config.get("system") or config.get("fusion")
+        part = config[config["kind"]]
         family = part.get("family") or f"fusion.{part['method']}"
         means = result["means"]  # a reused result.json has sorted keys: order columns as the config does
         ordered = [m for m in config["measures"] if m in means] + sorted(set(means) - set(config["measures"]))

@@ -38,13 +38,15 @@ from zerda_eval.spec.checks import (
     get_inline_table,
     get_table,
 )
+from zerda_eval.spec.tuning import TUNED, Tuning, parse_tune, parse_tuning, tuned_groups
 
-TOP_LEVEL_KEYS = ("experiment", "datasets", "systems", "fusions", "compare", "study")
+TOP_LEVEL_KEYS = ("experiment", "datasets", "systems", "fusions", "tuning", "compare", "study")
 EXPERIMENT_KEYS = ("name", "description", "output_dir", "seed", "depth", "measures", "cache_dir")
 DATASET_KEYS = ("id", "name", "max_queries", "measures")  # every other key is a protocol option of load_collection
-SYSTEM_KEYS = ("name", "family", "params", "grid")
-FUSION_KEYS = ("name", "inputs", "method", "params", "grid")
+SYSTEM_KEYS = ("name", "family", "params", "grid", "tune")
+FUSION_KEYS = ("name", "inputs", "method", "params", "grid", "tune")
 DEFAULT_DEPTH = 100
+TUNING_MODULE = "zerda_eval.execution.tuning"  # what a tuned cell executes (its code fingerprint's root)
 CONVENTIONS = {
     "tie_break": TIE_BREAK,
     "rrf": "1-based rank contributes weight / (k + rank)",
@@ -70,12 +72,12 @@ class CellSpec:
     """One cell of the grid: a dataset with a system (or a fusion of other cells) and its full config."""
 
     cell_id: str
-    kind: str  # "system" | "fusion"
+    kind: str  # "system" | "fusion" | "tuned"
     dataset: str  # dataset label (its id, or name of a user's folder)
     label: str  # system / fusion label, e.g. "bm25[b=0.5]"
     name: str  # system / fusion name from the file (label without the grid part)
     config: dict[str, Any]
-    inputs: tuple[str, ...] = ()  # fusion: the cell_ids fused, in order
+    inputs: tuple[str, ...] = ()  # fusion: the cells fused, in order; tuned: its grid cells (+ train split)
 
 
 @dataclass(frozen=True)
@@ -176,7 +178,9 @@ def resolve_experiment(raw: Mapping[str, Any], source: str) -> ExperimentSpec:
         "system or fusion name",
     )
 
-    cells = _cells(datasets, systems, fusions, common, source)
+    tuned = any(entry["tune"] is not None for entry in [*systems, *fusions])
+    tuning = parse_tuning(raw, datasets, measures, tuned, source)
+    cells = _cells(datasets, systems, fusions, common, source, tuning)
     resolved = {
         "experiment": {
             "name": name,
@@ -188,6 +192,7 @@ def resolve_experiment(raw: Mapping[str, Any], source: str) -> ExperimentSpec:
         "datasets": datasets,
         "systems": systems,
         "fusions": fusions,
+        "tuning": dataclasses.asdict(tuning) if tuning else {},
         **_analysis_tables(raw, source),
         "conventions": CONVENTIONS,
         "versions": common["versions"],
@@ -270,7 +275,8 @@ def _system(entry: Any, where: str) -> dict[str, Any]:
         for combo in combos
     ]
     _unique_variants(variants, f"{where}.grid")
-    return {"name": name, "family": family, "variants": variants}
+    keep = parse_tune(entry, {axis for combo in combos for axis in combo}, len(variants), where)
+    return {"name": name, "family": family, "variants": variants, "tune": keep}
 
 
 def _fusion(entry: Any, where: str) -> dict[str, Any]:
@@ -298,7 +304,8 @@ def _fusion(entry: Any, where: str) -> dict[str, Any]:
             raise ConfigError(f"{where}.params.weights: weights must be finite numbers >= 0, got {weights!r}")
         variants.append({"label": _label(name, combo), "params": resolved})
     _unique_variants(variants, f"{where}.grid")
-    return {"name": name, "method": method, "inputs": inputs, "variants": variants}
+    keep = parse_tune(entry, {axis for combo in combos for axis in combo}, len(variants), where)
+    return {"name": name, "method": method, "inputs": inputs, "variants": variants, "tune": keep}
 
 
 def _analysis_tables(raw: Mapping[str, Any], source: str) -> dict[str, dict[str, Any]]:
@@ -306,18 +313,22 @@ def _analysis_tables(raw: Mapping[str, Any], source: str) -> dict[str, dict[str,
     return {key: dict(get_table(raw, key, source)) for key in ("compare", "study")}
 
 
-def _cells(datasets: list, systems: list, fusions: list, common: dict, source: str) -> list[CellSpec]:
-    """datasets x systems x grid, then the fusion cells (after the cells they fuse)."""
+def _cells(
+    datasets: list, systems: list, fusions: list, common: dict, source: str, tuning: Tuning | None
+) -> list[CellSpec]:
+    """datasets x systems x grid, then the fusion cells (after the cells they fuse), then the tuned rows."""
     cells: list[CellSpec] = []
+    of_entry: dict[tuple[str, str], list[CellSpec]] = {}  # (dataset label, entry name) -> cells in grid order
     for dataset in datasets:
-        ds = {k: dataset[k] for k in ("id", "given", "options", "max_queries", "content")}
-        common = {**common, "measures": dataset["measures"]}
+        ds = _cell_dataset(dataset)
+        own = {**common, "measures": dataset["measures"]}
         by_name: dict[str, list[CellSpec]] = {}
         for system in systems:
             for variant in system["variants"]:
                 part = {"name": system["name"], "label": variant["label"], "family": system["family"]}
-                cell = _cell("system", ds, {**part, "params": variant["params"]}, {}, common, dataset["label"], source)
+                cell = _cell("system", ds, {**part, "params": variant["params"]}, {}, own, dataset["label"], source)
                 cells.append(cell)
+                of_entry.setdefault((dataset["label"], system["name"]), []).append(cell)
                 for key in {system["name"], variant["label"]}:
                     by_name.setdefault(key, []).append(cell)
         for i, fusion in enumerate(fusions):
@@ -326,9 +337,52 @@ def _cells(datasets: list, systems: list, fusions: list, common: dict, source: s
             for variant in fusion["variants"]:
                 part = {"name": fusion["name"], "label": variant["label"], "method": fusion["method"]}
                 extra = {"inputs": input_ids}
-                cells.append(
-                    _cell("fusion", ds, {**part, "params": variant["params"]}, extra, common, dataset["label"], source)
-                )
+                cell = _cell("fusion", ds, {**part, "params": variant["params"]}, extra, own, dataset["label"], source)
+                cells.append(cell)
+                of_entry.setdefault((dataset["label"], fusion["name"]), []).append(cell)
+    if tuning is not None:
+        cells += _tuned_cells(datasets, [*systems, *fusions], of_entry, common, source, tuning)
+    return cells
+
+
+def _cell_dataset(dataset: dict[str, Any]) -> dict[str, Any]:
+    """What a cell's config records of its dataset."""
+    return {k: dataset[k] for k in ("id", "given", "options", "max_queries", "content")}
+
+
+def _tuned_cells(
+    datasets: list, entries: list, of_entry: dict, common: dict, source: str, tuning: Tuning
+) -> list[CellSpec]:
+    """One tuned cell per tuned entry, dataset (not only a train split) and group of kept axis values."""
+    by_label = {d["label"]: d for d in datasets}
+    only_train = set(tuning.train.values()) - set(tuning.train)
+    cells = []
+    for dataset in datasets:
+        if dataset["label"] in only_train:
+            continue
+        split = tuning.train.get(dataset["label"])
+        own = {**common, "measures": dataset["measures"]}
+        for entry in entries:
+            if entry["tune"] is None:
+                continue
+            for kept, indices in tuned_groups(entry["variants"], entry["tune"]):
+                label = _label(entry["name"], kept)
+                label = f"{label[:-1]},{TUNED}]" if kept else f"{entry['name']}[{TUNED}]"
+                part = {
+                    "name": entry["name"],
+                    "label": label,
+                    "family": TUNED,
+                    "params": {**kept, TUNED: tuning.describe(dataset["label"])},
+                    "tuning": {"measure": tuning.measure, "folds": tuning.folds, "train": split},
+                }
+                inputs = [of_entry[(dataset["label"], entry["name"])][i].cell_id for i in indices]
+                train_inputs = [of_entry[(split, entry["name"])][i].cell_id for i in indices] if split else []
+                extra = {
+                    "inputs": inputs,
+                    "train_inputs": train_inputs,
+                    "train_dataset": _cell_dataset(by_label[split]) if split else None,
+                }
+                cells.append(_cell(TUNED, _cell_dataset(dataset), part, extra, own, dataset["label"], source))
     return cells
 
 
@@ -343,9 +397,9 @@ def _cell(kind: str, dataset: dict, part: dict, extra: dict, common: dict, datas
         content = family.content_key(part["params"], dataset_label, f"{source}: system {part['label']!r}")
         part = {**part, "content": content} if content else part
     else:
-        root = "zerda_eval.fusion.methods"
+        root = TUNING_MODULE if kind == TUNED else "zerda_eval.fusion.methods"
     config = {"kind": kind, "dataset": dataset, kind: part, **extra, **common, "code": code_fingerprint(root)}
-    inputs = tuple(extra.get("inputs", ()))
+    inputs = tuple(extra.get("inputs", ())) + tuple(extra.get("train_inputs", ()))
     return CellSpec(content_hash(config)[:16], kind, dataset_label, part["label"], part["name"], config, inputs)
 
 

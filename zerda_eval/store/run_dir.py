@@ -205,6 +205,13 @@ def read_per_query_csv(path: Path) -> pd.DataFrame:
     return pd.read_csv(path, dtype={"query_id": str, "measure": str}, keep_default_na=False, na_filter=False)
 
 
+def read_cell_per_query(output_dir: Path, cell_id: str, measure: str) -> dict[str, float]:
+    """``{query_id: value}`` of one measure from a cell's ``per_query.csv``, in file order."""
+    frame = read_per_query_csv(cell_dir(output_dir, cell_id) / PER_QUERY_FILE)
+    rows = frame[frame["measure"] == measure]
+    return dict(zip(rows["query_id"], rows["value"].astype(float), strict=True))
+
+
 def per_query_table(output_dir: Path, cells: pd.DataFrame) -> pd.DataFrame:
     """The long per-query table of ``cells`` (rows with cell_id, dataset, system): the one join of cells'
     ``per_query.csv`` files with their results rows."""

@@ -1,0 +1,113 @@
+"""A tuned cell: the grid point chosen without the queries it is scored on, assembled from finished runs.
+
+With a train split, the grid point with the best mean ``measure`` on the train split's queries answers
+every query. Otherwise the queries are dealt into ``folds`` folds (a permutation drawn from the
+experiment's seed: reruns deal the same folds), and each fold's queries are answered by the grid point
+with the best mean on the other folds' queries (PyTerrier's ``KFoldGridSearch``). Ties go to the first
+grid point. Nothing is retrieved again: the chosen cells' rankings and per-query latencies are read
+from their files, and the assembled run is evaluated like any other.
+
+Efficiency of a tuned row: per query, the latency of the cell that answered it; index time, the sum of
+the distinct chosen cells' (each must be indexed to serve its fold); peak memory, the largest of them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from zerda_eval.errors import RunError
+from zerda_eval.evaluation.efficiency import Efficiency, figure, not_measured
+from zerda_eval.evaluation.ranking import Run
+from zerda_eval.spec.experiment import CellSpec
+from zerda_eval.store.run_dir import load_result, read_cell_per_query, read_cell_run
+
+
+def assign_folds(qids: Sequence[str], folds: int, seed: int) -> dict[str, int]:
+    """Each query's fold (0 .. folds-1): a seeded permutation dealt round-robin, so folds differ by one at most."""
+    if folds > len(qids):
+        raise RunError(f"tuning: {folds} folds for {len(qids)} queries; give [tuning].folds <= the query count")
+    order = np.random.default_rng(seed).permutation(len(qids))
+    return {qids[int(position)]: fold % folds for fold, position in enumerate(order)}
+
+
+def best_variant(values: Sequence[Mapping[str, float]], qids: Sequence[str]) -> int:
+    """Index of the variant with the highest mean over ``qids`` (a missing query counts 0; ties: the first)."""
+    means = [sum(v.get(q, 0.0) for q in qids) / len(qids) for v in values]
+    return int(np.argmax(means))
+
+
+def tuned_run(cell: CellSpec, output_dir: Path, qids: list[str]) -> tuple[Run, Efficiency, dict[str, Any]]:
+    """The tuned cell's run over ``qids``, its efficiency and ``stats["tuning"]`` (the choice per fold)."""
+    config = cell.config
+    tuning = config["tuned"]["tuning"]
+    measure, inputs = tuning["measure"], config["inputs"]
+    results = [_finished(output_dir, cell, input_id) for input_id in inputs]
+    labels = [result["system"] for result in results]
+    if tuning["train"]:
+        train = [read_cell_per_query(output_dir, input_id, measure) for input_id in config["train_inputs"]]
+        train_qids = list(train[0])
+        chosen = best_variant(train, train_qids)
+        picks = dict.fromkeys(qids, chosen)
+        choices = [_choice("train", labels[chosen], train, chosen, train_qids, len(qids))]
+    else:
+        values = [read_cell_per_query(output_dir, input_id, measure) for input_id in inputs]
+        folds = assign_folds(qids, tuning["folds"], config["seed"])
+        picks, choices = {}, []
+        for fold in range(tuning["folds"]):
+            held_out = [q for q in qids if folds[q] == fold]
+            others = [q for q in qids if folds[q] != fold]
+            chosen = best_variant(values, others)
+            picks.update(dict.fromkeys(held_out, chosen))
+            choices.append(_choice(fold, labels[chosen], values, chosen, others, len(held_out)))
+    runs = {index: read_cell_run(output_dir, inputs[index]) for index in sorted(set(picks.values()))}
+    run = {qid: runs[index].get(qid, []) for qid, index in picks.items()}
+    stats = {
+        "tuning": {
+            "measure": measure,
+            "train": tuning["train"],
+            "folds": tuning["folds"],
+            "choices": choices,
+            "cells": [inputs[index] for index in sorted(set(picks.values()))],
+        }
+    }
+    return run, _efficiency(results, picks, qids), stats | {"latency_ms": _latencies(results, picks)}
+
+
+def _finished(output_dir: Path, cell: CellSpec, input_id: str) -> dict[str, Any]:
+    result = load_result(output_dir, input_id)
+    if result is None:
+        raise RunError(f"tuned row {cell.label!r}: grid cell {input_id} has no finished run; rerun without --only")
+    return result
+
+
+def _choice(fold: Any, label: str, values: Sequence[Mapping[str, float]], chosen: int, on: list[str], n: int) -> dict:
+    """What one fold chose: the grid point, its mean on the queries it was chosen on, the queries it answers."""
+    mean = sum(values[chosen].get(q, 0.0) for q in on) / len(on)
+    return {"fold": fold, "chosen": label, "chosen_on_mean": mean, "chosen_on_queries": len(on), "answers": n}
+
+
+def _latencies(results: list[dict[str, Any]], picks: Mapping[str, int]) -> dict[str, float] | None:
+    """Per query, the latency (ms) of the cell that answered it; None when a chosen cell has none."""
+    latencies = {}
+    for qid, index in picks.items():
+        own = results[index]["stats"].get("latency_ms")
+        if own is None:
+            return None
+        latencies[qid] = own.get(qid, 0.0)
+    return latencies
+
+
+def _efficiency(results: list[dict[str, Any]], picks: Mapping[str, int], qids: list[str]) -> Efficiency:
+    chosen = sorted(set(picks.values()))
+    latencies = _latencies(results, picks)
+    index_times = [figure(results[i]["efficiency"]["index_time_s"]) for i in chosen]
+    if latencies is None or any(math.isnan(t) for t in index_times):
+        return not_measured()
+    peak = max(figure(results[i]["efficiency"]["peak_rss_mb"]) for i in chosen)
+    seconds = [latencies[q] / 1000.0 for q in qids]
+    return Efficiency.from_timings(sum(index_times), seconds, peak, max(index_times))

@@ -1,0 +1,116 @@
+"""``[tuning]`` and ``tune``: which grid entries get a held-out "tuned" row, and how it is chosen.
+
+```toml
+[tuning]
+measure = "ndcg@10"                                      # maximised (default: the first measure)
+folds = 5                                                # k-fold cross-validation over each dataset's queries
+train = { "beir/scifact/test" = "beir/scifact/train" }   # optional: choose on another split's queries
+
+[[fusions]]
+name = "wsum"
+...
+grid = { weights = [[0.7, 0.3], [0.5, 0.5]], score_norm = ["min-max", "z-score"] }
+tune = true                                              # or tune = { keep = ["rrf_order"] }
+```
+
+A tuned entry gets, per dataset (a dataset used only as a ``train`` split gets none), one row
+``<name>[tuned]`` (with ``keep``: one per value of the kept axes, ``<name>[rrf_order=fixed,tuned]``).
+Its run is assembled from the grid's own runs: with ``train``, the grid point best on the train split
+answers every test query; otherwise, per fold, the grid point best on the other folds answers that
+fold's queries (PyTerrier's ``KFoldGridSearch``). Folds come from the experiment's ``seed``. Nothing is
+retrieved again: folds only choose among finished runs (``execution.tuning``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from zerda_eval.errors import ConfigError, unknown_value_message
+from zerda_eval.spec.checks import check_keys, check_positive_int, check_string, get_table
+
+TUNING_KEYS = ("measure", "folds", "train")
+TUNE_KEYS = ("keep",)
+DEFAULT_FOLDS = 5
+TUNED = "tuned"
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The resolved ``[tuning]`` table: the measure maximised, the fold count, test label -> train label."""
+
+    measure: str
+    folds: int
+    train: dict[str, str]
+
+    def describe(self, dataset: str) -> str:
+        """How the tuned rows of ``dataset`` are chosen, as the results record it."""
+        if dataset in self.train:
+            return f"best {self.measure} on {self.train[dataset]}"
+        return f"{self.folds}-fold cross-validation on {self.measure}"
+
+
+def parse_tune(entry: Mapping[str, Any], axes: set[str], n_variants: int, where: str) -> list[str] | None:
+    """The kept axes of a ``tune`` key (``true`` -> none kept), or None when the entry is not tuned."""
+    tune = entry.get("tune", False)
+    if tune is False:
+        return None
+    if tune is True:
+        keep: list[str] = []
+    elif isinstance(tune, Mapping):
+        check_keys(tune, TUNE_KEYS, where, "key in tune")
+        keep = tune.get("keep", [])
+        if not (isinstance(keep, list) and all(isinstance(axis, str) for axis in keep)):
+            raise ConfigError(f"{where}.tune.keep: give a list of grid axes, got {keep!r}")
+        for axis in keep:
+            if axis not in axes:
+                raise ConfigError(unknown_value_message("grid axis in tune.keep", axis, sorted(axes), where))
+    else:
+        raise ConfigError(f'{where}.tune: give true, or a table such as {{ keep = ["rrf_order"] }}, got {tune!r}')
+    if n_variants < 2:
+        raise ConfigError(f"{where}.tune: the entry has no grid to tune; give it grid = {{ axis = [values] }}")
+    return keep
+
+
+def parse_tuning(
+    raw: Mapping[str, Any], datasets: list[dict[str, Any]], measures: list[str], tuned: bool, source: str
+) -> Tuning | None:
+    """The ``[tuning]`` table, checked against the datasets; None when no entry is tuned."""
+    table = get_table(raw, "tuning", source)
+    where = f"{source}: [tuning]"
+    if not tuned:
+        if table:
+            raise ConfigError(f"{where}: no [[systems]] or [[fusions]] entry has tune = true; add one or remove it")
+        return None
+    check_keys(table, TUNING_KEYS, source, "key in [tuning]")
+    measure = check_string(table.get("measure", measures[0]), f"{where}.measure")
+    folds = check_positive_int(table.get("folds", DEFAULT_FOLDS), f"{where}.folds")
+    if folds < 2:
+        raise ConfigError(f"{where}.folds: give at least 2 folds, got {folds}")
+    train = table.get("train", {})
+    if not isinstance(train, Mapping):
+        raise ConfigError(f'{where}.train: give a table {{ "test dataset" = "train dataset" }}, got {train!r}')
+    labels = [d["label"] for d in datasets]
+    for test, split in train.items():
+        for label in (test, split):
+            if label not in labels:
+                raise ConfigError(unknown_value_message("dataset in [tuning].train", label, labels, where))
+        if test == split:
+            raise ConfigError(f"{where}.train: {test!r} cannot be its own train split; name another [[datasets]] entry")
+    for dataset in datasets:
+        if measure not in dataset["measures"]:
+            raise ConfigError(
+                f"{where}.measure: {measure} is not a measure of dataset {dataset['label']!r} "
+                f"(it has {', '.join(dataset['measures'])})"
+            )
+    return Tuning(measure, folds, dict(train))
+
+
+def tuned_groups(variants: list[dict[str, Any]], keep: list[str]) -> list[tuple[dict[str, Any], list[int]]]:
+    """The variants grouped by their values of the kept axes: ``(kept values, variant indices)`` in grid order."""
+    groups: dict[str, tuple[dict[str, Any], list[int]]] = {}
+    for index, variant in enumerate(variants):
+        kept = {axis: variant["params"][axis] for axis in keep}
+        groups.setdefault(repr(sorted(kept.items())), (kept, []))[1].append(index)
+    return list(groups.values())
