@@ -75,3 +75,8 @@ cache_dir = "{tmp_path / "cache"}"
 depth = 10
 measures = {measures}
 """
+
+
+def trec_dataset(name: str, folder: Path) -> str:
+    """A ``[[datasets]]`` entry for a toy TREC folder written by ``write_trec_folder``."""
+    return f'\n[[datasets]]\nname = "{name}"\npath = "{folder}"\nformat = "trec"\n'

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.conftest import experiment_header, write_trec_folder
+from tests.conftest import experiment_header, trec_dataset, write_trec_folder
 from zerda_eval import Experiment
 from zerda_eval.analysis.studies import rrf_order
 from zerda_eval.errors import ConfigError, DatasetError
@@ -52,17 +52,9 @@ def experiment(tmp_path, tuning: str, train_docs: dict | None = None) -> Experim
     path = tmp_path / "tune.toml"
     path.write_text(
         experiment_header(tmp_path, "tune", '["ndcg@10", "mrr@10"]')
+        + trec_dataset("test", test)
+        + trec_dataset("train", train)
         + f"""
-[[datasets]]
-name = "test"
-path = "{test}"
-format = "trec"
-
-[[datasets]]
-name = "train"
-path = "{train}"
-format = "trec"
-
 [[systems]]
 name = "ext"
 family = "run_file"

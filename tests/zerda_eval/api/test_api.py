@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import experiment_header, write_trec_folder
+from tests.conftest import experiment_header, trec_dataset, write_trec_folder
 from tests.zerda_eval.api.toy_systems import WordOverlap
 from zerda_eval import Experiment, Results, describe_systems
 from zerda_eval.errors import ConfigError, DataFormatError, RunError
@@ -62,12 +62,8 @@ def toy_experiment(tmp_path: Path, run_file: Path, extra: str = "") -> Path:
     path = tmp_path / "exp.toml"
     path.write_text(
         experiment_header(tmp_path, "api", '["ndcg@10", "recall@10"]')
+        + trec_dataset("toy", folder)
         + f"""
-[[datasets]]
-name = "toy"
-path = "{folder}"
-format = "trec"
-
 [[systems]]
 name = "bm25"
 family = "zerda.keyword"
