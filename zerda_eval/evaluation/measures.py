@@ -22,7 +22,7 @@ import numpy as np
 from zerda_eval.evaluation.ranking import Run, ranked_arrays, tie_break
 
 MEASURE_FAMILIES = ("ndcg", "mrr", "recall", "map", "precision")
-MEASURE_PATTERN = re.compile(r"^(ndcg|mrr|recall|map|precision)@([1-9][0-9]*)$")
+MEASURE_PATTERN = re.compile(rf"^({'|'.join(MEASURE_FAMILIES)})@([1-9][0-9]*)$")
 DEFAULT_MEASURES = ("ndcg@10", "mrr@10", "recall@100", "map@100", "precision@10")
 ANSWERABLE_PREFIX = "answerable:"
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from zerda_eval.errors import ConfigError, unknown_value_message
-from zerda_eval.evaluation.measures import DEFAULT_MEASURES, is_measure
+from zerda_eval.evaluation.measures import DEFAULT_MEASURES, MEASURE_FAMILIES, is_measure
 from zerda_eval.evaluation.ranking import TIE_BREAK
 from zerda_eval.hashing import canonical_json, content_hash
 from zerda_eval.spec.checks import (
@@ -468,7 +468,7 @@ def _measures(value: Any, depth: int, source: str, where: str | None = None) -> 
         raise ConfigError(f'{where}: give a non-empty list of measure names such as "ndcg@10"')
     for measure in value:
         if not is_measure(measure):
-            allowed = [f"{f}@10" for f in ("ndcg", "mrr", "recall", "map", "precision")]
+            allowed = [f"{family}@10" for family in MEASURE_FAMILIES]
             raise ConfigError(
                 unknown_value_message("measure", measure, allowed, where).replace(
                     "allowed:", "allowed: name@k with k >= 1, e.g."
