@@ -230,7 +230,9 @@ class ZerdaVector(System):
     param_specs: ClassVar[dict[str, ParamSpec]] = {
         **EMBEDDER_PARAMS,
         **ANALYZER_PARAMS,
-        "min_vector_score": ParamSpec(0.0, "float", "drop hits below this cosine", minimum=-1.0, maximum=1.0),
+        "min_vector_score": ParamSpec(
+            RetrieverConfig.min_vector_score, "float", "drop hits below this cosine", minimum=-1.0, maximum=1.0
+        ),
         "backend": ParamSpec(
             "adapter",
             "str",
