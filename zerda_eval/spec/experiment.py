@@ -224,13 +224,13 @@ def _dataset_options(entry, given, max_queries, bundled, where) -> dict[str, Any
         dataset_id = check_string(
             entry.get("name") or entry.get("id") or Path(str(given["path"])).name, f"{where}.name"
         )
-        options = dataset_options(dataset_id, given, bundled=False)
+        options = dataset_options(dataset_id, given, bundled=False, where=where)
     else:
         if "id" not in entry:
             raise ConfigError(f"{where}: missing key 'id' (a dataset id such as \"beir/scifact/test\") or 'path'")
         dataset_id = check_string(entry["id"], f"{where}.id")
         _check_dataset_id(dataset_id, bundled, where)
-        options = dataset_options(dataset_id, given, bundled=dataset_id in bundled)
+        options = dataset_options(dataset_id, given, bundled=dataset_id in bundled, where=where)
     from zerda_eval.datasets.fingerprint import content_fingerprint
 
     return {
@@ -313,10 +313,11 @@ def _cells(datasets: list, systems: list, fusions: list, common: dict, source: s
         ds = {k: dataset[k] for k in ("id", "given", "options", "max_queries", "content")}
         common = {**common, "measures": dataset["measures"]}
         by_name: dict[str, list[CellSpec]] = {}
-        for system in systems:
+        for i, system in enumerate(systems):
             for variant in system["variants"]:
                 part = {"name": system["name"], "label": variant["label"], "family": system["family"]}
-                cell = _cell("system", ds, {**part, "params": variant["params"]}, {}, common, dataset["label"], source)
+                where = f"{source}: systems[{i}].params"
+                cell = _cell("system", ds, {**part, "params": variant["params"]}, {}, common, dataset["label"], where)
                 cells.append(cell)
                 for key in {system["name"], variant["label"]}:
                     by_name.setdefault(key, []).append(cell)
@@ -332,15 +333,16 @@ def _cells(datasets: list, systems: list, fusions: list, common: dict, source: s
     return cells
 
 
-def _cell(kind: str, dataset: dict, part: dict, extra: dict, common: dict, dataset_label: str, source: str) -> CellSpec:
-    """One cell: its resolved config (``kind``, dataset, the system or fusion ``part``, ...) and its hash."""
+def _cell(kind: str, dataset: dict, part: dict, extra: dict, common: dict, dataset_label: str, where: str) -> CellSpec:
+    """One cell: its resolved config (``kind``, dataset, the system or fusion ``part``, ...) and its hash
+    (``where``: the key path of its entry's params, for the errors of a family's content key)."""
     from zerda_eval.spec.code_fingerprint import code_fingerprint
     from zerda_eval.systems import family_class
 
     if kind == "system":
         family = family_class(part["family"], "")
         root = family.__module__
-        content = family.content_key(part["params"], dataset_label, f"{source}: system {part['label']!r}")
+        content = family.content_key(part["params"], dataset_label, where)
         part = {**part, "content": content} if content else part
     else:
         root = "zerda_eval.fusion.methods"
@@ -435,8 +437,9 @@ def _dataset_measures(dataset: dict, own: Any, measures: list[str], depth: int, 
     for measure in chosen:
         if run_depth is not None and int(measure.split("@")[1]) > run_depth:
             raise ConfigError(
-                f"{where}: measure {measure} is deeper than the run depth {run_depth} of dataset {dataset['label']!r} "
-                f"(its runs are cut at {run_depth}); give this dataset measures = [...] at most @{run_depth}"
+                f"{where}.measures: measure {measure} is deeper than the run depth {run_depth} of dataset "
+                f"{dataset['label']!r} (its runs are cut at {run_depth}); "
+                f"give this dataset measures = [...] at most @{run_depth}"
             )
     official = [m for m in dataset["options"].get("official_measures", []) if m not in chosen]
     return [*chosen, *official]
