@@ -7,6 +7,7 @@ is read at the size it was drawn for.
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 from zerda_eval.report.document import Block, Code, Contents, Heading, Paragraph
@@ -54,5 +55,7 @@ def render_markdown(blocks: list[Block], base_dir: Path) -> str:
         elif isinstance(block, Figure):
             png = block.png.relative_to(base_dir).as_posix()
             svg = block.svg.relative_to(base_dir).as_posix()
-            parts.append(f"![{block.caption}]({png})\n\n*{block.caption}* ([SVG]({svg}))")
+            alt = html.escape(block.caption)
+            image = f'<img src="{png}" width="{block.width}" alt="{alt}">'  # shown at the size it was drawn for
+            parts.append(f"{image}\n\n*{block.caption}* ([SVG]({svg}))")
     return "\n\n".join(parts) + "\n"

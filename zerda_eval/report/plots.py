@@ -188,7 +188,11 @@ def win_tie_loss(aligned: sig.Aligned) -> tuple[int, int, int]:
 
 
 def per_query_scatter(data: RunData, dataset: str, measure: str, out_dir: Path) -> Figure | None:
-    """Baseline against each system, one point per query, the diagonal drawn (None without a baseline)."""
+    """Baseline against each system, one point per query, the diagonal drawn (None without a baseline).
+
+    Queries with the same pair of values share a dot whose area grows with their number (many queries
+    score 0 or 1 under both systems), so a pile of ties is seen as one.
+    """
     pairs = _paired(data, dataset, measure)
     if not pairs:
         return None
@@ -197,7 +201,8 @@ def per_query_scatter(data: RunData, dataset: str, measure: str, out_dir: Path) 
     for ax, (system, aligned) in zip(axes, pairs, strict=True):
         wins, ties, losses = win_tie_loss(aligned)
         ax.plot([0, top], [0, top], color="black", linewidth=0.8, linestyle="--")
-        ax.scatter(aligned.baseline, aligned.system, s=14, alpha=0.35, color="#4c72b0", edgecolors="none")
+        points, counts = np.unique(np.column_stack([aligned.baseline, aligned.system]), axis=0, return_counts=True)
+        ax.scatter(points[:, 0], points[:, 1], s=12 * np.sqrt(counts), alpha=0.45, color="#4c72b0", edgecolors="none")
         ax.set_xlim(-0.03 * top, 1.03 * top)
         ax.set_ylim(-0.03 * top, 1.03 * top)
         ax.set_aspect("equal")
