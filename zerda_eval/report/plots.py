@@ -44,6 +44,7 @@ MAX_WIDTH_IN = 9.5
 PANEL_COLUMNS = 3
 LOG_SPREAD = 20.0  # latency axis on a log scale when the slowest cell is this many times the fastest
 TIE = 1e-12  # per-query values closer than this are a tie
+PILE_SHARE = 0.1  # a scatter dot standing for this share of the queries or more is labelled with its count
 WIN, DRAW, LOSS = "#4c956c", "#b8b8b8", "#c8553d"
 plt.rcParams.update(
     {
@@ -191,7 +192,7 @@ def per_query_scatter(data: RunData, dataset: str, measure: str, out_dir: Path) 
     """Baseline against each system, one point per query, the diagonal drawn (None without a baseline).
 
     Queries with the same pair of values share a dot whose area grows with their number (many queries
-    score 0 or 1 under both systems), so a pile of ties is seen as one.
+    score 0 or 1 under both systems); a dot for ``PILE_SHARE`` of the queries or more says how many.
     """
     pairs = _paired(data, dataset, measure)
     if not pairs:
@@ -203,6 +204,18 @@ def per_query_scatter(data: RunData, dataset: str, measure: str, out_dir: Path) 
         ax.plot([0, top], [0, top], color="black", linewidth=0.8, linestyle="--")
         points, counts = np.unique(np.column_stack([aligned.baseline, aligned.system]), axis=0, return_counts=True)
         ax.scatter(points[:, 0], points[:, 1], s=12 * np.sqrt(counts), alpha=0.45, color="#4c72b0", edgecolors="none")
+        for (x, y), count in zip(points, counts, strict=True):
+            if count >= PILE_SHARE * len(aligned.query_ids):  # a pile of queries: say how many
+                right, upper = x > 0.5 * top, y > 0.5 * top  # write it towards the middle of the panel
+                ax.annotate(
+                    f"{count}",
+                    (x, y),
+                    xytext=(-5 if right else 5, -5 if upper else 5),
+                    textcoords="offset points",
+                    ha="right" if right else "left",
+                    va="top" if upper else "bottom",
+                    fontsize=8,
+                )
         ax.set_xlim(-0.03 * top, 1.03 * top)
         ax.set_ylim(-0.03 * top, 1.03 * top)
         ax.set_aspect("equal")

@@ -313,11 +313,10 @@ def _cells(datasets: list, systems: list, fusions: list, common: dict, source: s
         ds = {k: dataset[k] for k in ("id", "given", "options", "max_queries", "content")}
         common = {**common, "measures": dataset["measures"]}
         by_name: dict[str, list[CellSpec]] = {}
-        for i, system in enumerate(systems):
+        for system in systems:
             for variant in system["variants"]:
                 part = {"name": system["name"], "label": variant["label"], "family": system["family"]}
-                where = f"{source}: systems[{i}].params"
-                cell = _cell("system", ds, {**part, "params": variant["params"]}, {}, common, dataset["label"], where)
+                cell = _cell("system", ds, {**part, "params": variant["params"]}, {}, common, dataset["label"], source)
                 cells.append(cell)
                 for key in {system["name"], variant["label"]}:
                     by_name.setdefault(key, []).append(cell)
@@ -333,16 +332,15 @@ def _cells(datasets: list, systems: list, fusions: list, common: dict, source: s
     return cells
 
 
-def _cell(kind: str, dataset: dict, part: dict, extra: dict, common: dict, dataset_label: str, where: str) -> CellSpec:
-    """One cell: its resolved config (``kind``, dataset, the system or fusion ``part``, ...) and its hash
-    (``where``: the key path of its entry's params, for the errors of a family's content key)."""
+def _cell(kind: str, dataset: dict, part: dict, extra: dict, common: dict, dataset_label: str, source: str) -> CellSpec:
+    """One cell: its resolved config (``kind``, dataset, the system or fusion ``part``, ...) and its hash."""
     from zerda_eval.spec.code_fingerprint import code_fingerprint
     from zerda_eval.systems import family_class
 
     if kind == "system":
         family = family_class(part["family"], "")
         root = family.__module__
-        content = family.content_key(part["params"], dataset_label, where)
+        content = family.content_key(part["params"], dataset_label, f"{source}: system {part['label']!r}")
         part = {**part, "content": content} if content else part
     else:
         root = "zerda_eval.fusion.methods"
