@@ -155,7 +155,10 @@ def metric_bars(data: RunData, dataset: str, out_dir: Path) -> Figure:
         ax.barh(y, means, xerr=errors, capsize=2, color=np.where(is_base, "#9aa5b1", "#4c72b0"), height=0.7)
         for i in np.flatnonzero(is_base):
             ax.barh(y[i], means[i], height=0.7, fill=False, hatch="//", edgecolor="black", linewidth=0.6)
-        ax.set_title(measure)
+        measured = np.isfinite(low).any()
+        ax.set_title(
+            measure if measured else f"{measure}\n(no per-query values: no CI)", fontsize=10 if measured else 9
+        )
         ax.set_xlim(
             0, max(float(np.nanmax(high)) if np.isfinite(high).any() else 0.0, float(np.nanmax(means))) * 1.08 or 1
         )

@@ -24,6 +24,7 @@ pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium binary (Debian: apt-get install -y chromium; .ci/run installs it)"
 )
 VIEWPORT = 1280
+PRINTABLE_WIDTH = 720  # A4 or Letter less Chromium's default margins, at 96 CSS px per inch
 PROBE = """<script>
 window.addEventListener("load", () => {
   const root = document.documentElement;
@@ -48,10 +49,15 @@ def chromium(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
 
 
-def measure(page: Path, width: int = VIEWPORT) -> dict:
-    """What the probe measured on ``page`` in a ``width`` px wide window."""
+def measure(page: Path, width: int = VIEWPORT, print_rules: bool = False) -> dict:
+    """What the probe measured on ``page`` in a ``width`` px wide window (``print_rules``: with the page's
+    print CSS applied on screen, headless Chromium having no print-media switch for ``--dump-dom``)."""
     probe = page.with_name("browser-probe.html")
-    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    text = page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>")
+    if print_rules:
+        assert "@media print {" in text
+        text = text.replace("@media print {", "@media all {")
+    probe.write_text(text, encoding="utf-8")
     try:
         done = chromium(f"--window-size={width},900", "--virtual-time-budget=15000", "--dump-dom", probe.as_uri())
     finally:
@@ -88,6 +94,13 @@ def test_a_narrow_window_shrinks_plots_instead_of_scrolling(page):
     seen = measure(page, 800)
     assert seen["scrollWidth"] <= seen["viewport"]
     assert all(image["shown"] <= seen["viewport"] for image in seen["images"])
+
+
+def test_the_print_layout_fits_a_printed_page(page):
+    seen = measure(page, PRINTABLE_WIDTH, print_rules=True)
+    print(f"print layout: width {seen['viewport']} px, scroll width {seen['scrollWidth']} px")
+    assert seen["scrollWidth"] <= seen["viewport"] and seen["beyond"] == []
+    assert all(image["loaded"] for image in seen["images"])
 
 
 def test_the_page_prints(page, tmp_path):
