@@ -152,10 +152,11 @@ def metric_bars(data: RunData, dataset: str, out_dir: Path) -> Figure:
         high = np.array([b[1] for b in bounds])
         errors = np.nan_to_num(np.vstack([means - low, high - means]).clip(min=0))
         is_base = rows["system"].isin(baseline).to_numpy()
-        ax.barh(y, means, xerr=errors, capsize=2, color=np.where(is_base, "#9aa5b1", "#4c72b0"), height=0.7)
+        measured = np.isfinite(low).any()
+        color = np.where(is_base, "#9aa5b1", "#4c72b0")
+        ax.barh(y, means, xerr=errors if measured else None, capsize=2, color=color, height=0.7)
         for i in np.flatnonzero(is_base):
             ax.barh(y[i], means[i], height=0.7, fill=False, hatch="//", edgecolor="black", linewidth=0.6)
-        measured = np.isfinite(low).any()
         ax.set_title(
             measure if measured else f"{measure}\n(no per-query values: no CI)", fontsize=10 if measured else 9
         )
