@@ -73,9 +73,9 @@ def table_html(table: Table) -> str:
     for i, row in enumerate(table.rows):
         cells = []
         for j, cell in enumerate(row):
-            text = html.escape(cell)
-            cells.append(f'<td class="{kinds[j]}">' + (f"<strong>{text}</strong>" if (i, j) in table.bold else text))
-        body.append("<tr>" + "</td>".join(cells) + "</td></tr>")
+            text = f"<strong>{html.escape(cell)}</strong>" if (i, j) in table.bold else html.escape(cell)
+            cells.append(f'<td class="{kinds[j]}">{text}</td>')
+        body.append(f"<tr>{''.join(cells)}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 

@@ -148,3 +148,13 @@ def test_arabic_labels_are_never_drawn_unshaped():
     else:
         assert label != "tydiqa السؤال"
     assert plot_label("xquad/ar") == "xquad/ar"
+
+
+def test_html_contents_link_to_every_section_and_print_rules_exist(report):
+    page = (report.parent / "report.html").read_text(encoding="utf-8")
+    links = re.findall(r'<a href="#([^"]+)">', page)
+    ids = set(re.findall(r'<h[23] id="([^"]+)">', page))
+    assert set(links) == ids and len(ids) >= 8
+    assert "@media print" in page and '<nav class="toc">' in page
+    markdown = report.read_text(encoding="utf-8")
+    assert all(f"](#{anchor})" in markdown for anchor in ids)  # the markdown contents use the same anchors
