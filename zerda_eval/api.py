@@ -26,6 +26,7 @@ from zerda_eval.errors import ConfigError, unknown_value_message
 from zerda_eval.execution.executors import Scheduler, open_executor
 from zerda_eval.execution.runner import run_experiment
 from zerda_eval.fusion import FUSION_METHODS
+from zerda_eval.report import DEFAULT_FORMATS as DEFAULT_REPORT_FORMATS
 from zerda_eval.report import write_report
 from zerda_eval.spec.experiment import ExperimentSpec, load_experiment, resolve_experiment
 from zerda_eval.store.run_dir import EXPERIMENT_FILE, check_run_dir, read_cell_run, read_experiment_json, read_tables
@@ -196,9 +197,11 @@ class Results:
             raise ConfigError("Results.compare: give baseline= (a system or fusion name of the experiment)")
         return compare_to_baseline(self.table, self.per_query, spec)
 
-    def report(self, path: str | Path) -> Path:
-        """Write report.md, report.html, plots and the results tables into ``path``; returns report.md's path."""
-        return write_report(self.run_dir, Path(path))
+    def report(self, path: str | Path, formats: Sequence[str] = DEFAULT_REPORT_FORMATS) -> Path:
+        """Write the report into ``path`` in ``formats`` ("markdown": report.md, "html": a self-contained
+        report.html, "latex": report.tex booktabs tables), with plots and the results tables; a report whose
+        inputs did not change is left as it is. Returns the path of the first format's file."""
+        return write_report(self.run_dir, Path(path), formats)
 
 
 def describe_systems() -> pd.DataFrame:

@@ -26,6 +26,8 @@ from zerda_eval import __version__
 from zerda_eval.errors import ConfigError, RunError, ZerdaEvalError, ZerdaEvalWarning, unknown_value_message
 from zerda_eval.evaluation.efficiency import NOT_MEASURED
 from zerda_eval.evaluation.measures import DEFAULT_MEASURES
+from zerda_eval.report.formats import DEFAULT_FORMATS as DEFAULT_REPORT_FORMATS
+from zerda_eval.report.formats import FORMATS as REPORT_FORMATS
 
 if TYPE_CHECKING:
     from zerda_eval.api import Results
@@ -65,6 +67,15 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="write the report of a run directory")
     report.add_argument("run_dir", type=Path)
     report.add_argument("--out", type=Path, help="report directory (default reports/<run dir name>)")
+    report.add_argument(
+        "--format",
+        dest="formats",
+        action="append",
+        choices=REPORT_FORMATS,
+        metavar="FORMAT",
+        help=f"markdown (report.md), html (report.html, self-contained) or latex (report.tex, booktabs tables); "
+        f"repeat for several (default: {' and '.join(DEFAULT_REPORT_FORMATS)})",
+    )
     return parser
 
 
@@ -140,11 +151,13 @@ def _summary(table: pd.DataFrame) -> str:
     return shown.to_string(index=False)
 
 
-def _write_report(results: Results, report_dir: Path, rebuild: str) -> Path:
+def _write_report(
+    results: Results, report_dir: Path, rebuild: str, formats: Sequence[str] = DEFAULT_REPORT_FORMATS
+) -> Path:
     """``results.report``; a failure is one line saying the runs are safe and the command that rebuilds it."""
     run_dir = results.run_dir
     try:
-        return results.report(report_dir)
+        return results.report(report_dir, formats=formats)
     except (ZerdaEvalError, OSError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise RunError(
@@ -177,7 +190,8 @@ def _report(args: argparse.Namespace) -> int:
 
     results = Results.load(args.run_dir)
     report_dir = args.out or Path("reports") / args.run_dir.name
-    print(_write_report(results, report_dir, f"zerda-eval report {args.run_dir} --out DIR"))
+    formats = args.formats or DEFAULT_REPORT_FORMATS
+    print(_write_report(results, report_dir, f"zerda-eval report {args.run_dir} --out DIR", formats))
     return EXIT_OK
 
 

@@ -59,19 +59,24 @@ def default_options(dataset_id: str, beir_format: bool = False, user_folder: boo
     return options
 
 
-def dataset_options(dataset_id: str, given: Mapping[str, Any], bundled: bool) -> dict[str, Any]:
+def dataset_options(
+    dataset_id: str, given: Mapping[str, Any], bundled: bool, where: str | None = None
+) -> dict[str, Any]:
     """The options a dataset is loaded under: the ONE resolution the config records and the loader applies.
 
     ``given`` with ``path`` is a user's folder (``format`` "beir" by default, whose ``split`` defaults to
-    "test"); ``bundled`` says whether ``dataset_id`` is one of ours (others may set ``language``).
+    "test"; its files are looked up here, so a missing one is reported against its key); ``bundled`` says
+    whether ``dataset_id`` is one of ours (others may set ``language``). ``where``, the key path of the
+    dataset's entry (``x.toml: datasets[2]``), prefixes every error.
     """
-    from zerda_eval.datasets.user import USER_OPTIONS
+    from zerda_eval.datasets.user import USER_OPTIONS, source_files
 
     if "path" not in given:
-        return resolve_options(dataset_id, given, extra=() if bundled else ("language",))
+        return resolve_options(dataset_id, given, extra=() if bundled else ("language",), where=where)
     given = {**given, "path": str(given["path"])}
     beir_format = given.get("format", "beir") == "beir"
-    options = resolve_options(dataset_id, given, USER_OPTIONS, beir_format=beir_format, user_folder=True)
+    options = resolve_options(dataset_id, given, USER_OPTIONS, beir_format=beir_format, user_folder=True, where=where)
+    source_files(dataset_id, options, where)
     options.setdefault("format", "beir")
     if beir_format:
         options.setdefault("split", "test")
@@ -84,19 +89,24 @@ def resolve_options(
     extra: Sequence[str] = (),
     beir_format: bool = False,
     user_folder: bool = False,
+    where: str | None = None,
 ) -> dict[str, Any]:
-    """Defaults of ``dataset_id`` overridden by ``given``; unknown names or values raise ``ConfigError``.
+    """Defaults of ``dataset_id`` overridden by ``given``; unknown names or values raise ``ConfigError``
+    naming the key (``where``: the key path of the dataset's entry, when known).
 
     ``extra`` names options the caller handles itself (e.g. ``path`` for a user's collection).
     """
+    from zerda_eval.datasets.user import option_key
+
     options = default_options(dataset_id, beir_format, user_folder)
     settable = {name for name in options if name in CHOICES} | set(extra)
     for name, value in given.items():
         if name not in settable:
-            raise ConfigError(unknown_value_message("option", name, settable, where=f"dataset {dataset_id!r}"))
+            raise ConfigError(unknown_value_message("option", name, settable, option_key(where, dataset_id, name)))
         if name in CHOICES and not any(type(value) is type(c) and value == c for c in CHOICES[name]):
             allowed = ", ".join(map(repr, CHOICES[name]))
-            raise ConfigError(f"dataset {dataset_id!r}: option {name}={value!r} is invalid; use one of {allowed}")
+            key = option_key(where, dataset_id, name)
+            raise ConfigError(f"{key}: {name}={value!r} is invalid; use one of {allowed}")
         options[name] = value
     return options
 

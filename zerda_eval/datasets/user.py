@@ -132,25 +132,36 @@ def _qrels(path: Path, trec: bool, doc_ids: set[str], query_ids: set[str]) -> li
     return rows
 
 
-def _pick(folder: Path, given: str | None, candidates: tuple[str, ...], what: str) -> Path:
+def option_key(where: str | None, dataset: str, key: str) -> str:
+    """How an error names a dataset's option: its key path (``x.toml: datasets[2].format``) when ``where``,
+    the path of the dataset's entry, is known; else the dataset (``load_collection`` called directly)."""
+    return f"{where}.{key}" if where else f"dataset {dataset!r}"
+
+
+def _pick(folder: Path, given: str | None, candidates: tuple[str, ...], what: str, key: str) -> Path:
     names = (given,) if given else candidates
     for name in names:
         if (folder / name).is_file():
             return folder / name
-    raise DatasetError(f"{folder}: no {what} file (looked for {', '.join(names)}); add it or name it with {what}=...")
+    raise DatasetError(
+        f'{key}: no {what} file (looked for {", ".join(names)}) in {folder}; add it or name it with {what} = "..."'
+    )
 
 
-def source_files(name: str, options: dict[str, Any]) -> dict[str, Path]:
+def source_files(name: str, options: dict[str, Any], where: str | None = None) -> dict[str, Path]:
     """The corpus, queries and qrels files the folder ``options["path"]`` is read from (``format``, default beir).
 
-    A file option (``corpus``, ``queries``, ``qrels``) may name a file outside the folder.
+    A file option (``corpus``, ``queries``, ``qrels``) may name a file outside the folder. ``where`` (the
+    dataset entry's key path) prefixes the errors.
     """
     folder = Path(options["path"]).expanduser()
     fmt = options.get("format", "beir")
     if fmt not in FORMATS:
-        raise ConfigError(f"dataset {name!r}: format={fmt!r} is invalid; use one of {', '.join(FORMATS)}")
+        raise ConfigError(
+            f"{option_key(where, name, 'format')}: format={fmt!r} is invalid; use one of {', '.join(FORMATS)}"
+        )
     if not folder.is_dir():
-        raise DatasetError(f"dataset {name!r}: folder {folder} does not exist; fix path=...")
+        raise DatasetError(f"{option_key(where, name, 'path')}: folder {folder} does not exist; fix path")
     if fmt == "trec":
         candidates = {
             "corpus": ("corpus.jsonl", "corpus.tsv"),
@@ -160,7 +171,8 @@ def source_files(name: str, options: dict[str, Any]) -> dict[str, Path]:
     else:
         split = options.get("split", "test")
         candidates = {"corpus": ("corpus.jsonl",), "queries": ("queries.jsonl",), "qrels": (f"qrels/{split}.tsv",)}
-    return {what: _pick(folder, options.get(what), names, what) for what, names in candidates.items()}
+    keys = {what: option_key(where, name, what if what in options else "path") for what in candidates}
+    return {what: _pick(folder, options.get(what), names, what, keys[what]) for what, names in candidates.items()}
 
 
 def load_user_collection(name: str, options: dict[str, Any]) -> Collection:

@@ -1,4 +1,10 @@
-"""Render report blocks as one self-contained HTML file (plots inline as base64 PNG, no external assets)."""
+"""Render report blocks as one self-contained HTML file (plots inline as base64 PNG, no external assets).
+
+Laid out for a browser window of 1280 px and for print: the page never scrolls sideways (tables fit,
+long cells wrap, code wraps), each plot is shown at its own display size (``Figure.width``), text is
+left-aligned and numbers right-aligned, headings carry anchors and a table of contents links them;
+print CSS drops the contents and keeps tables and figures whole on a page.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +12,46 @@ import base64
 import html
 import re
 
-from zerda_eval.report.document import Block, Code, Heading, Paragraph
+from zerda_eval.report.document import Block, Code, Contents, Heading, Paragraph
 from zerda_eval.report.plots import Figure
 from zerda_eval.report.tables import Table
 
 STYLE = """
-body { font-family: "DejaVu Sans", Arial, sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em; }
-table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; }
-td { text-align: right; } td:first-child { text-align: left; }
-th { background: #f0f0f0; } pre { background: #f6f6f6; padding: 1em; overflow-x: auto; }
-figure { margin: 1.5em 0; } img { max-width: 100%; } figcaption { font-style: italic; }
+:root { color-scheme: light; }
+* { box-sizing: border-box; }
+body { font-family: "DejaVu Sans", Arial, sans-serif; font-size: 15px; line-height: 1.45; color: #1f2328;
+       max-width: 1180px; margin: 1.5em auto; padding: 0 24px; overflow-wrap: anywhere; }
+h1 { font-size: 1.7em; margin-bottom: 0.3em; }
+h2 { font-size: 1.35em; border-bottom: 1px solid #d0d7de; padding-bottom: 0.2em; margin-top: 2em; }
+h3 { font-size: 1.1em; margin-top: 1.6em; }
+a { color: #0550ae; }
+nav.toc { background: #f6f8fa; border: 1px solid #d0d7de; padding: 0.6em 1.2em; margin: 1em 0 2em; }
+nav.toc ul { margin: 0.2em 0; padding-left: 1.2em; } nav.toc li { margin: 0.1em 0; }
+nav.toc > ul { columns: 2; column-gap: 2em; } nav.toc > ul > li { break-inside: avoid; }
+table { border-collapse: collapse; margin: 0.8em 0 1.2em; font-size: 13px; max-width: 100%; }
+th, td { border: 1px solid #d0d7de; padding: 0.25em 0.55em; vertical-align: top; }
+th { background: #f6f8fa; font-weight: 600; }
+th.text, td.text { text-align: left; } th.num, td.num { text-align: right; }
+td.num { font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.text { overflow-wrap: normal; } td:first-child { white-space: nowrap; }
+code { background: #f6f8fa; padding: 0 0.25em; border-radius: 3px; font-size: 0.92em; }
+pre { background: #f6f8fa; padding: 0.8em 1em; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 12px; }
+pre code { background: none; padding: 0; }
+figure { margin: 1em 0 1.6em; }
+figure img { display: block; max-width: 100%; height: auto; }
+figcaption { font-style: italic; color: #57606a; margin-top: 0.3em; }
+details summary { cursor: pointer; color: #0550ae; margin: 0.5em 0; }
+@media print {
+  body { max-width: none; margin: 0; padding: 0; font-size: 10pt; }
+  nav.toc { display: none; }
+  a { color: inherit; text-decoration: none; }
+  h2, h3 { break-after: avoid; }
+  table, figure, pre { break-inside: avoid; }
+  table { font-size: 8pt; }
+  pre { font-size: 7pt; }
+}
 """
+JSON_SUMMARY = "The resolved configuration (JSON; click to open)"
 
 
 def _inline(text: str) -> str:
@@ -25,17 +59,48 @@ def _inline(text: str) -> str:
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
+def _header(text: str) -> str:
+    """A column header, breakable after ":" (``answerable:map@10``)."""
+    return html.escape(text).replace(":", ":<wbr>")
+
+
 def table_html(table: Table) -> str:
-    """An HTML table; bold cells in <strong>."""
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in table.header)
+    """An HTML table: text columns left-aligned, number columns right-aligned, bold cells in <strong>."""
+    kinds = ["num" if numeric else "text" for numeric in table.numeric()]
+    kinds[0] = "text"
+    head = "".join(f'<th class="{k}">{_header(h)}</th>' for h, k in zip(table.header, kinds, strict=True))
     body = []
     for i, row in enumerate(table.rows):
-        cells = [
-            f"<td><strong>{html.escape(c)}</strong></td>" if (i, j) in table.bold else f"<td>{html.escape(c)}</td>"
-            for j, c in enumerate(row)
-        ]
-        body.append("<tr>" + "".join(cells) + "</tr>")
+        cells = []
+        for j, cell in enumerate(row):
+            text = f"<strong>{html.escape(cell)}</strong>" if (i, j) in table.bold else html.escape(cell)
+            cells.append(f'<td class="{kinds[j]}">{text}</td>')
+        body.append(f"<tr>{''.join(cells)}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def contents_html(contents: Contents) -> str:
+    """The table of contents as nested lists (level-3 entries under their level-2 heading)."""
+    items: list[tuple[str, list[str]]] = []
+    for level, text, anchor in contents.entries:
+        link = f'<a href="#{anchor}">{_inline(text)}</a>'
+        if level == 2 or not items:
+            items.append((link, []))
+        else:
+            items[-1][1].append(link)
+    entries = "".join(
+        f"<li>{link}" + (f"<ul>{''.join(f'<li>{sub}</li>' for sub in subs)}</ul>" if subs else "") + "</li>"
+        for link, subs in items
+    )
+    return f'<nav class="toc"><strong>Contents</strong><ul>{entries}</ul></nav>'
+
+
+def figure_html(figure: Figure) -> str:
+    """A figure inline as base64 PNG at its display size, with its caption."""
+    data = base64.b64encode(figure.png.read_bytes()).decode("ascii")
+    caption = html.escape(figure.caption)
+    image = f'<img alt="{caption}" width="{figure.width}" height="{figure.height}" src="data:image/png;base64,{data}">'
+    return f'<figure id="figure-{figure.name}">{image}<figcaption>{caption}</figcaption></figure>'
 
 
 def render_html(blocks: list[Block], title: str) -> str:
@@ -43,20 +108,25 @@ def render_html(blocks: list[Block], title: str) -> str:
     parts = []
     for block in blocks:
         if isinstance(block, Heading):
-            parts.append(f"<h{block.level}>{_inline(block.text)}</h{block.level}>")
+            anchor = f' id="{block.anchor}"' if block.anchor else ""
+            parts.append(f"<h{block.level}{anchor}>{_inline(block.text)}</h{block.level}>")
         elif isinstance(block, Paragraph):
             parts.append(f"<p>{_inline(block.text)}</p>")
+        elif isinstance(block, Code) and block.language == "json":  # the resolved config: long, folded
+            parts.append(
+                f"<details><summary>{JSON_SUMMARY}</summary><pre><code>{html.escape(block.text)}</code></pre></details>"
+            )
         elif isinstance(block, Code):
             parts.append(f"<pre><code>{html.escape(block.text)}</code></pre>")
         elif isinstance(block, Table):
             parts.append(table_html(block))
         elif isinstance(block, Figure):
-            data = base64.b64encode(block.png.read_bytes()).decode("ascii")
-            caption = html.escape(block.caption)
-            image = f'<img alt="{caption}" src="data:image/png;base64,{data}">'
-            parts.append(f"<figure>{image}<figcaption>{caption}</figcaption></figure>")
+            parts.append(figure_html(block))
+        elif isinstance(block, Contents):
+            parts.append(contents_html(block))
     body = "\n".join(parts)
     return (
-        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-        f"<style>{STYLE}</style></head><body>\n{body}\n</body></html>\n"
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>\n{body}\n</body></html>\n"
     )

@@ -1,17 +1,24 @@
 """The report's plots (matplotlib, Agg backend), each saved as PNG and SVG.
 
-Readability rules kept by every plot: labelled axes with units, the legend outside the data area,
-the baseline marked. Labels go through ``plot_label``: matplotlib draws Arabic glyphs (DejaVu Sans
-has them) but neither joins nor orders them right-to-left, so Arabic text is shaped with
-``arabic_reshaper`` + ``python-bidi`` when those are installed and shown as ``\\uXXXX`` escapes
-otherwise, rather than drawn wrongly. Dataset ids and system labels are ASCII in practice.
+Every plot answers one question and is drawn at the size it is read at: at most ``MAX_WIDTH_IN``
+inches wide (a page at 96 CSS px per inch shows it unscaled in a 1280 px window and on GitHub), 9-10 pt
+text, systems named by their short labels (``labels.short_labels``), labels horizontal, the baseline
+marked, legends outside the data. The PNG is rendered at ``DPI`` (1.5x) and shown at ``CSS_DPI``, so
+it stays sharp on high-density screens; ``Figure.width`` is its display width in CSS pixels.
+
+Labels go through ``plot_label``: matplotlib draws Arabic glyphs (DejaVu Sans has them) but neither
+joins nor orders them right-to-left, so Arabic text is shaped with ``arabic_reshaper`` +
+``python-bidi`` when those are installed and shown as ``\\uXXXX`` escapes otherwise, rather than drawn
+wrongly.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import math
 import re
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,27 +27,50 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker
 import numpy as np
 import pandas as pd
 
 from zerda_eval.analysis import significance as sig
 from zerda_eval.analysis.compare import cells_of, index_per_query
 from zerda_eval.analysis.studies.base import StudyFigure
+from zerda_eval.report.tables import MAIN_LATENCY, RunData, dataset_measures
 from zerda_eval.store.files import atomic_write_bytes
 
 ARABIC = re.compile(r"[\u0600-\u06FF\u0750-\u077F\uFB50-\uFDFF\uFE70-\uFEFF]+")
-DPI = 120
-plt.rcParams.update({"font.family": "DejaVu Sans", "axes.grid": True, "grid.alpha": 0.3})
+DPI = 144
+CSS_DPI = 96
+MAX_WIDTH_IN = 9.5
+PANEL_COLUMNS = 3
+LOG_SPREAD = 20.0  # latency axis on a log scale when the slowest cell is this many times the fastest
+TIE = 1e-12  # per-query values closer than this are a tie
+PILE_SHARE = 0.1  # a scatter dot standing for this share of the queries or more is labelled with its count
+WIN, DRAW, LOSS = "#4c956c", "#b8b8b8", "#c8553d"
+plt.rcParams.update(
+    {
+        "font.family": "DejaVu Sans",
+        "font.size": 10,
+        "axes.titlesize": 10,
+        "axes.labelsize": 10,
+        "xtick.labelsize": 9,
+        "ytick.labelsize": 9,
+        "legend.fontsize": 9,
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+    }
+)
 
 
 @dataclass(frozen=True)
 class Figure:
-    """A saved plot: its name, the PNG and SVG files and a one-line caption."""
+    """A saved plot: its name, the PNG and SVG files, a one-line caption, its display size in CSS px."""
 
     name: str
     png: Path
     svg: Path
     caption: str
+    width: int
+    height: int
 
 
 def plot_label(text: str) -> str:
@@ -55,15 +85,23 @@ def plot_label(text: str) -> str:
     return get_display(arabic_reshaper.reshape(text))
 
 
+def png_size(data: bytes) -> tuple[int, int]:
+    """(width, height) in pixels from a PNG's IHDR chunk."""
+    return struct.unpack(">II", data[16:24])
+
+
 def _save(fig: plt.Figure, out_dir: Path, name: str, caption: str) -> Figure:
     out_dir.mkdir(parents=True, exist_ok=True)
     png, svg = out_dir / f"{name}.png", out_dir / f"{name}.svg"
+    size = (0, 0)
     for path, options in ((png, {"dpi": DPI}), (svg, {})):  # atomically: a failure leaves no truncated file
         buffer = io.BytesIO()
         fig.savefig(buffer, format=path.suffix[1:], bbox_inches="tight", **options)
         atomic_write_bytes(path, buffer.getvalue())
+        if path is png:
+            size = png_size(buffer.getvalue())
     plt.close(fig)
-    return Figure(name, png, svg, caption)
+    return Figure(name, png, svg, caption, round(size[0] * CSS_DPI / DPI), round(size[1] * CSS_DPI / DPI))
 
 
 def study_figure(figure: StudyFigure, out_dir: Path) -> Figure:
@@ -71,97 +109,166 @@ def study_figure(figure: StudyFigure, out_dir: Path) -> Figure:
     return _save(figure.draw(plot_label), out_dir, figure.name, figure.caption)
 
 
-def _legend_outside(ax: plt.Axes, title: str) -> None:
-    ax.legend(title=title, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")
 
 
-def _datasets(results: pd.DataFrame) -> list[str]:
-    return list(dict.fromkeys(results["dataset"]))
+def _grid(panels: int, row_height: float, columns: int = PANEL_COLUMNS, **options) -> tuple[plt.Figure, list]:
+    """A figure of ``panels`` axes, ``columns`` per row, ``MAX_WIDTH_IN`` wide; unused axes removed."""
+    columns = min(columns, panels)
+    rows = math.ceil(panels / columns)
+    fig, axes = plt.subplots(
+        rows, columns, figsize=(MAX_WIDTH_IN, row_height * rows), squeeze=False, layout="constrained", **options
+    )
+    flat = list(axes.flat)
+    for ax in flat[panels:]:
+        ax.remove()
+    return fig, flat[:panels]
 
 
-def metric_bars(
-    results: pd.DataFrame,
-    per_query: pd.DataFrame,
-    measure: str,
-    baseline: str | None,
-    out_dir: Path,
-    seed: int,
-) -> Figure:
-    """Grouped bars: ``measure`` per system (bars) per dataset (groups), 95% per-query bootstrap CIs."""
-    datasets = _datasets(results)
-    systems = list(dict.fromkeys(results["system"]))
-    width = 0.8 / len(systems)
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 + len(datasets) * len(systems) * 0.28), 4.5))
-    colors = plt.get_cmap("tab20")(np.linspace(0, 1, max(len(systems), 2)))
-    baseline_labels = set(cells_of(results, baseline)["system"]) if baseline else set()
-    lookup = index_per_query(per_query)
-    for i, system in enumerate(systems):
-        means, errors = [], [[], []]
-        for dataset in datasets:
-            row = results[(results["dataset"] == dataset) & (results["system"] == system)]
-            if row.empty:
-                means.append(np.nan)
-                errors[0].append(0.0)
-                errors[1].append(0.0)
-                continue
-            values = np.array(list(lookup.get((row["cell_id"].iloc[0], measure), {}).values()))
-            low, high = sig.bootstrap_ci(values, seed=seed)
-            mean = float(row[measure].iloc[0])
-            means.append(mean)
-            errors[0].append(max(mean - low, 0.0))
-            errors[1].append(max(high - mean, 0.0))
-        is_base = system in baseline_labels
-        ax.bar(
-            np.arange(len(datasets)) + (i - (len(systems) - 1) / 2) * width,
-            means,
-            width,
-            yerr=errors,
-            capsize=2,
-            color=colors[i],
-            edgecolor="black" if is_base else "none",
-            hatch="//" if is_base else None,
-            label=plot_label(system + (" (baseline)" if is_base else "")),
+def _baseline_labels(data: RunData, rows: pd.DataFrame) -> set[str]:
+    return set(cells_of(rows, data.spec.baseline)["system"]) if data.spec.baseline else set()
+
+
+def _short(data: RunData, label: str) -> str:
+    return plot_label(data.labels.get(label, label))
+
+
+def metric_bars(data: RunData, dataset: str, out_dir: Path) -> Figure:
+    """Every measure of ``dataset`` per system: horizontal bars, 95% per-query bootstrap CIs, one panel each."""
+    rows = data.results[data.results["dataset"] == dataset].reset_index(drop=True)
+    measures = dataset_measures(data, dataset)
+    lookup = index_per_query(data.per_query[data.per_query["dataset"] == dataset])
+    baseline = _baseline_labels(data, rows)
+    fig, axes = _grid(len(measures), 0.3 * len(rows) + 1.0, sharey=True)
+    y = np.arange(len(rows))
+    for ax, measure in zip(axes, measures, strict=True):
+        means = rows[measure].to_numpy(float)
+        bounds = [
+            sig.bootstrap_ci(np.array(list(lookup.get((c, measure), {}).values())), seed=data.spec.seed)
+            for c in rows["cell_id"]
+        ]
+        low = np.array([b[0] for b in bounds])
+        high = np.array([b[1] for b in bounds])
+        errors = np.nan_to_num(np.vstack([means - low, high - means]).clip(min=0))
+        is_base = rows["system"].isin(baseline).to_numpy()
+        measured = np.isfinite(low).any()
+        color = np.where(is_base, "#9aa5b1", "#4c72b0")
+        ax.barh(y, means, xerr=errors if measured else None, capsize=2, color=color, height=0.7)
+        for i in np.flatnonzero(is_base):
+            ax.barh(y[i], means[i], height=0.7, fill=False, hatch="//", edgecolor="black", linewidth=0.6)
+        ax.set_title(
+            measure if measured else f"{measure}\n(no per-query values: no CI)", fontsize=10 if measured else 9
         )
-    ax.set_xticks(np.arange(len(datasets)), [plot_label(d) for d in datasets], rotation=15, ha="right")
-    ax.set_xlabel("dataset")
-    ax.set_ylabel(f"{measure} (mean over queries)")
-    ax.set_title(f"{measure} per system and dataset (error bars: 95% bootstrap CI)")
-    _legend_outside(ax, "system")
-    return _save(fig, out_dir, f"metric_{_slug(measure)}", f"{measure} per system per dataset, 95% bootstrap CIs.")
+        ax.set_xlim(
+            0, max(float(np.nanmax(high)) if np.isfinite(high).any() else 0.0, float(np.nanmax(means))) * 1.08 or 1
+        )
+        ax.grid(axis="y", visible=False)
+    axes[0].set_yticks(y, [_short(data, s) + (" (baseline)" if s in baseline else "") for s in rows["system"]])
+    axes[0].invert_yaxis()
+    fig.supxlabel("mean over queries (error bar: 95% bootstrap CI)", fontsize=9)
+    name = f"metrics_{_slug(dataset)}"
+    return _save(fig, out_dir, name, f"{dataset}: every measure per system, 95% per-query bootstrap CIs.")
 
 
-def delta_distribution(
-    results: pd.DataFrame, per_query: pd.DataFrame, measure: str, baseline: str, out_dir: Path
-) -> Figure | None:
-    """Box plots of per-query ``measure`` deltas (system minus baseline), one panel per dataset."""
-    datasets = _datasets(results)
-    lookup = index_per_query(per_query)
-    panels = []
-    for dataset in datasets:
-        rows = results[results["dataset"] == dataset]
-        base = cells_of(rows, baseline)
-        if len(base) != 1:
-            continue
-        base_values = lookup.get((base["cell_id"].iloc[0], measure), {})
-        deltas = {}
-        for _, row in rows.iterrows():
-            if row["cell_id"] != base["cell_id"].iloc[0]:
-                deltas[row["system"]] = sig.align(base_values, lookup.get((row["cell_id"], measure), {})).delta
-        if deltas:
-            panels.append((dataset, deltas))
+def _paired(data: RunData, dataset: str, measure: str) -> list[tuple[str, sig.Aligned]]:
+    """(system label, values aligned with the baseline's) for every other system of ``dataset``."""
+    rows = data.results[data.results["dataset"] == dataset]
+    base = cells_of(rows, data.spec.baseline) if data.spec.baseline else rows.iloc[0:0]
+    if len(base) != 1:
+        return []
+    lookup = index_per_query(data.per_query[data.per_query["dataset"] == dataset])
+    base_values = lookup.get((base["cell_id"].iloc[0], measure), {})
+    return [
+        (str(row["system"]), sig.align(base_values, lookup.get((row["cell_id"], measure), {})))
+        for _, row in rows.iterrows()
+        if row["cell_id"] != base["cell_id"].iloc[0] and (row["cell_id"], measure) in lookup
+    ]
+
+
+def win_tie_loss(aligned: sig.Aligned) -> tuple[int, int, int]:
+    """Queries where the system beats, ties and loses to the baseline."""
+    delta = aligned.delta
+    return int((delta > TIE).sum()), int((np.abs(delta) <= TIE).sum()), int((delta < -TIE).sum())
+
+
+def per_query_scatter(data: RunData, dataset: str, measure: str, out_dir: Path) -> Figure | None:
+    """Baseline against each system, one point per query, the diagonal drawn (None without a baseline).
+
+    Queries with the same pair of values share a dot whose area grows with their number (many queries
+    score 0 or 1 under both systems); a dot for ``PILE_SHARE`` of the queries or more says how many.
+    """
+    pairs = _paired(data, dataset, measure)
+    if not pairs:
+        return None
+    fig, axes = _grid(len(pairs), 3.1)
+    top = max(1.0, *(float(max(a.baseline.max(), a.system.max())) for _, a in pairs if a.delta.size))
+    for ax, (system, aligned) in zip(axes, pairs, strict=True):
+        wins, ties, losses = win_tie_loss(aligned)
+        ax.plot([0, top], [0, top], color="black", linewidth=0.8, linestyle="--")
+        points, counts = np.unique(np.column_stack([aligned.baseline, aligned.system]), axis=0, return_counts=True)
+        ax.scatter(points[:, 0], points[:, 1], s=12 * np.sqrt(counts), alpha=0.45, color="#4c72b0", edgecolors="none")
+        for (x, y), count in zip(points, counts, strict=True):
+            if count >= PILE_SHARE * len(aligned.query_ids):  # a pile of queries: say how many
+                right, upper = x > 0.5 * top, y > 0.5 * top  # write it towards the middle of the panel
+                ax.annotate(
+                    f"{count}",
+                    (x, y),
+                    xytext=(-5 if right else 5, -5 if upper else 5),
+                    textcoords="offset points",
+                    ha="right" if right else "left",
+                    va="top" if upper else "bottom",
+                    fontsize=8,
+                )
+        ax.set_xlim(-0.03 * top, 1.03 * top)
+        ax.set_ylim(-0.03 * top, 1.03 * top)
+        ax.set_aspect("equal")
+        ax.set_title(f"{_short(data, system)}\n{wins} better, {ties} tied, {losses} worse", fontsize=9)
+        ax.set_xlabel(f"{data.spec.baseline} (baseline)")
+        ax.set_ylabel(measure)
+    caption = (
+        f"{dataset}: {measure} per query, baseline ({data.spec.baseline}) on x, system on y; "
+        "above the diagonal the system is better."
+    )
+    return _save(fig, out_dir, f"per_query_{_slug(dataset)}_{_slug(measure)}", caption)
+
+
+def win_tie_loss_bars(data: RunData, measure: str, out_dir: Path) -> Figure | None:
+    """Per dataset and system: the share of queries better than, tied with and worse than the baseline."""
+    panels = [(d, pairs) for d in data.datasets if (pairs := _paired(data, d, measure))]
     if not panels:
         return None
-    n_systems = max(len(d) for _, d in panels)
-    size = (max(6.0, 1.5 + 0.5 * n_systems), 1.5 + 3.2 * len(panels))
-    fig, axes = plt.subplots(len(panels), 1, figsize=size, squeeze=False, layout="constrained")
-    for ax, (dataset, deltas) in zip(axes[:, 0], panels, strict=True):
-        ax.boxplot(list(deltas.values()), showmeans=True)
-        ax.set_xticks(np.arange(1, len(deltas) + 1), [plot_label(s) for s in deltas], rotation=30, ha="right")
-        ax.axhline(0.0, color="black", linewidth=0.8)
-        ax.set_ylabel(f"Δ {measure} per query")
-        ax.set_title(plot_label(f"{dataset}: system minus baseline ({baseline}); triangle = mean"))
-    axes[-1, 0].set_xlabel("system")
-    return _save(fig, out_dir, f"delta_{_slug(measure)}", f"Per-query {measure} delta against {baseline}.")
+    heights = [0.32 * len(pairs) + 0.7 for _, pairs in panels]
+    fig, axes = plt.subplots(
+        len(panels),
+        1,
+        figsize=(MAX_WIDTH_IN, sum(heights) + 0.5),
+        squeeze=False,
+        layout="constrained",
+        gridspec_kw={"height_ratios": heights},
+    )
+    for ax, (dataset, pairs) in zip(axes[:, 0], panels, strict=True):
+        counts = np.array([win_tie_loss(aligned) for _, aligned in pairs], float)
+        shares = counts / counts.sum(axis=1, keepdims=True).clip(min=1)
+        y = np.arange(len(pairs))
+        left = np.zeros(len(pairs))
+        for k, (name, color) in enumerate(zip(("better", "tied", "worse"), (WIN, DRAW, LOSS), strict=True)):
+            ax.barh(y, shares[:, k], left=left, color=color, height=0.7, label=name)
+            for i in range(len(pairs)):
+                if shares[i, k] >= 0.06:
+                    ax.text(
+                        left[i] + shares[i, k] / 2, y[i], f"{int(counts[i, k])}", ha="center", va="center", fontsize=8
+                    )
+            left += shares[:, k]
+        ax.set_yticks(y, [_short(data, system) for system, _ in pairs])
+        ax.invert_yaxis()
+        ax.set_xlim(0, 1)
+        ax.set_title(plot_label(dataset), loc="left")
+        ax.grid(False)
+    axes[0, 0].legend(ncols=3, loc="lower right", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    axes[-1, 0].set_xlabel(f"share of queries ({measure} against {data.spec.baseline}; numbers: queries)")
+    caption = f"{measure}: queries on which each system is better than, tied with or worse than {data.spec.baseline}."
+    return _save(fig, out_dir, f"win_tie_loss_{_slug(measure)}", caption)
 
 
 def pareto_front(latency: np.ndarray, quality: np.ndarray) -> np.ndarray:
@@ -172,59 +279,49 @@ def pareto_front(latency: np.ndarray, quality: np.ndarray) -> np.ndarray:
     return ~np.any(no_worse & better, axis=1)
 
 
-def quality_latency(results: pd.DataFrame, measure: str, out_dir: Path) -> Figure | None:
-    """Scatter of ``measure`` against mean latency per dataset, Pareto front drawn as a step line.
+MARKER_SHAPES = "osD^vP*Xph<>"
+
+
+def quality_latency(data: RunData, dataset: str, measure: str, out_dir: Path) -> Figure | None:
+    """``measure`` against mean latency on one dataset, the Pareto front drawn as a step line.
 
     A fusion's latency is its total with its inputs' (``latency_mean_ms``), so it is never drawn
-    cheaper than the systems it needs.
+    cheaper than the systems it needs. Cells without a latency (run files) are named in the caption.
     """
-    if "latency_mean_ms" not in results.columns or results["latency_mean_ms"].isna().all():
+    rows = data.results[data.results["dataset"] == dataset]
+    if MAIN_LATENCY not in rows.columns or measure not in rows.columns:
         return None
-    datasets = _datasets(results)
-    fig, axes = plt.subplots(1, len(datasets), figsize=(4.2 * len(datasets) + 2.5, 4.0), squeeze=False)
-    systems = list(dict.fromkeys(results["system"]))
-    colors = dict(zip(systems, plt.get_cmap("tab20")(np.linspace(0, 1, max(len(systems), 2))), strict=False))
-    for ax, dataset in zip(axes[0], datasets, strict=True):
-        rows = results[results["dataset"] == dataset].dropna(subset=["latency_mean_ms", measure])
-        for _, row in rows.iterrows():
-            ax.scatter(
-                row["latency_mean_ms"],
-                row[measure],
-                color=colors[row["system"]],
-                label=plot_label(row["system"]),
-            )
-        front = rows[pareto_front(rows["latency_mean_ms"].to_numpy(), rows[measure].to_numpy())]
-        front = front.sort_values("latency_mean_ms")
-        ax.step(
-            front["latency_mean_ms"],
-            front[measure],
-            where="post",
-            color="black",
-            linewidth=1,
-            label="Pareto front",
+    timed = rows.dropna(subset=[MAIN_LATENCY, measure])
+    if timed.empty:
+        return None
+    fig, ax = plt.subplots(figsize=(MAX_WIDTH_IN, 4.2), layout="constrained")
+    colors = plt.get_cmap("tab10")
+    for i, (_, row) in enumerate(timed.iterrows()):
+        ax.scatter(
+            row[MAIN_LATENCY],
+            row[measure],
+            s=60,
+            color=colors(i % 10),
+            marker=MARKER_SHAPES[i % len(MARKER_SHAPES)],
+            label=_short(data, str(row["system"])),
+            zorder=3,
         )
-        ax.scatter(front["latency_mean_ms"], front[measure], facecolors="none", edgecolors="black", s=120)
+    front = timed[pareto_front(timed[MAIN_LATENCY].to_numpy(), timed[measure].to_numpy())].sort_values(MAIN_LATENCY)
+    ax.step(front[MAIN_LATENCY], front[measure], where="post", color="black", linewidth=1, label="Pareto front")
+    ax.scatter(front[MAIN_LATENCY], front[measure], facecolors="none", edgecolors="black", s=180, zorder=2)
+    latency = timed[MAIN_LATENCY].to_numpy(float)
+    log = latency.min() > 0 and latency.max() / latency.min() >= LOG_SPREAD
+    if log:
         ax.set_xscale("log")
-        ax.set_xlabel("mean latency per query (ms, log scale; fusions: with their inputs)")
-        ax.set_ylabel(measure)
-        ax.set_title(plot_label(dataset))
-    handles, labels = axes[0, -1].get_legend_handles_labels()
-    unique = dict(zip(labels, handles, strict=True))
-    fig.legend(
-        unique.values(),
-        unique.keys(),
-        loc="upper left",
-        bbox_to_anchor=(1.0, 0.95),
-        fontsize="small",
-        frameon=False,
-    )
-    fig.tight_layout()
-    return _save(
-        fig,
-        out_dir,
-        f"pareto_{_slug(measure)}",
-        f"{measure} vs mean latency (a fusion's includes its inputs'); circled points form the Pareto front.",
-    )
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.set_xlabel("mean latency per query (ms" + (", log scale" if log else "") + "; a fusion: with its inputs)")
+    ax.set_ylabel(measure)
+    ax.set_title(plot_label(dataset))
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    untimed = [data.labels.get(s, s) for s in rows["system"][rows[MAIN_LATENCY].isna()]]
+    caption = f"{dataset}: {measure} against mean latency; circled points form the Pareto front."
+    caption += f" Not measured (no latency): {', '.join(untimed)}." if untimed else ""
+    return _save(fig, out_dir, f"pareto_{_slug(dataset)}_{_slug(measure)}", caption)
 
 
 def sweep_points(results: pd.DataFrame, param: str) -> pd.DataFrame:
@@ -270,18 +367,14 @@ def sweep_curves(results: pd.DataFrame, measure: str, param: str, xlabel: str, o
         return None
     points = points.merge(results[["cell_id", measure]], on="cell_id")
     datasets = list(dict.fromkeys(points["dataset"]))
-    fig, axes = plt.subplots(1, len(datasets), figsize=(4.2 * len(datasets) + 3.0, 3.8), squeeze=False)
-    for ax, dataset in zip(axes[0], datasets, strict=True):
+    fig, axes = _grid(len(datasets), 3.0)
+    for ax, dataset in zip(axes, datasets, strict=True):
         for series, group in points[points["dataset"] == dataset].groupby("series", sort=False):
             group = group.sort_values("x")
             ax.plot(group["x"], group[measure], marker="o", label=plot_label(str(series)))
         ax.set_xlabel(xlabel)
         ax.set_ylabel(measure)
         ax.set_title(plot_label(dataset))
-    _legend_outside(axes[0, -1], "series")
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(3, len(labels)), frameon=False)
     return _save(fig, out_dir, f"sweep_{_slug(param)}_{_slug(measure)}", f"{measure} against {xlabel}.")
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")

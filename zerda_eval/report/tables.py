@@ -1,12 +1,15 @@
 """Read a run directory and turn results and comparisons into display tables.
 
-A ``Table`` is what both renderers (markdown, html) print: a header, rows of strings, and which
-cells are bold. Numbers are formatted here once, so the markdown and html reports agree.
+A ``Table`` is what every renderer (markdown, html, latex) prints: a header, rows of strings, and
+which cells are bold. Numbers are formatted here once, so the renderers agree. Systems are shown by
+their short labels (``labels.short_labels``); the full labels are listed once in the report.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -17,17 +20,25 @@ from zerda_eval.analysis.formatting import fmt, fmt_ci, fmt_delta, fmt_p
 from zerda_eval.analysis.settings import AnalysisSettings, parse_analysis
 from zerda_eval.evaluation.efficiency import EFFICIENCY_COLUMNS, NOT_MEASURED
 from zerda_eval.evaluation.measures import ANSWERABLE_PREFIX
+from zerda_eval.report.labels import short_labels
 from zerda_eval.store.run_dir import EXPERIMENT_FILE, read_experiment_json, read_tables
 
-UNITS = {
-    "index_time_s": "s",
-    "index_build_s": "s",
-    "index_time_parallel_s": "s",
+COLUMN_TITLES = {  # efficiency columns as headers: the unit once, in parentheses
+    "index_time_s": "index time (s)",
+    "index_build_s": "index build (s)",
+    "index_time_parallel_s": "index, parallel (s)",
+    "latency_mean_ms": "latency (ms)",
+    "latency_p50_ms": "p50 (ms)",
+    "latency_p95_ms": "p95 (ms)",
+    "latency_p99_ms": "p99 (ms)",
+    "latency_parallel_mean_ms": "latency, parallel (ms)",
     "qps": "queries/s",
-    "peak_rss_mb": "MB",
+    "peak_rss_mb": "peak RSS (MB)",
 }
-LATENCY_COLUMNS = ("latency_mean_ms", "latency_parallel_mean_ms")
+MAIN_LATENCY = "latency_mean_ms"  # a fusion's total with its inputs' (the parallel figure: efficiency table)
 MARKERS = {"t-test": "*", "fisher": "†"}
+TEST_TITLES = {"t-test": "t-test", "fisher": "Fisher"}
+NUMERIC = re.compile(r"^([+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?%?[*†]*|<1e-4|-|\d+/\d+|\[.*\])$")
 
 
 @dataclass
@@ -41,12 +52,22 @@ class RunData:
     results: pd.DataFrame
     per_query: pd.DataFrame
     settings: AnalysisSettings
-    measures: list[str]
+    measures: list[str]  # the compared measures ([compare].measures, default all)
 
     @property
     def spec(self) -> CompareSpec:
         """The ``[compare]`` settings."""
         return self.settings.compare
+
+    @property
+    def datasets(self) -> list[str]:
+        """Dataset labels in results order."""
+        return list(dict.fromkeys(self.results["dataset"]))
+
+    @cached_property
+    def labels(self) -> dict[str, str]:
+        """``{full system label: short label}`` (``labels.short_labels``)."""
+        return short_labels(self.results["system"].astype(str))
 
 
 @dataclass
@@ -61,6 +82,17 @@ class Table:
     def of_frame(cls, frame: pd.DataFrame) -> Table:
         """A frame of display strings (a study's table) as a ``Table``."""
         return cls(header=[str(c) for c in frame.columns], rows=[[str(v) for v in row] for row in frame.to_numpy()])
+
+    def numeric(self) -> list[bool]:
+        """Per column: every cell is a number ("-", "not measured", a CI or a marked value count as one).
+
+        Renderers right-align these and left-align text.
+        """
+        columns = []
+        for j in range(len(self.header)):
+            cells = [row[j] for row in self.rows if row[j] not in ("", NOT_MEASURED)]
+            columns.append(bool(cells) and all(NUMERIC.match(cell) for cell in cells))
+        return columns
 
 
 def load_run_dir(run_dir: Path) -> RunData:
@@ -82,54 +114,64 @@ def load_run_dir(run_dir: Path) -> RunData:
     )
 
 
+def _dataset_entry(data: RunData, dataset: str) -> dict[str, Any]:
+    for entry in data.config.get("datasets", []):
+        if isinstance(entry, dict) and entry.get("label", entry.get("id")) == dataset:
+            return entry
+    return {}
+
+
 def official_columns(data: RunData, dataset: str, rows: pd.DataFrame) -> list[str]:
     """A dataset's official measures (its ``official_measures`` option, Qur'an QA: MAP@10, MRR@10), each
     followed by its answerable-only figure, as far as the results hold them."""
-    official: list[str] = []
-    for entry in data.config.get("datasets", []):
-        if isinstance(entry, dict) and entry.get("label", entry.get("id")) == dataset:
-            official = list((entry.get("options") or {}).get("official_measures", []))
+    official = list((_dataset_entry(data, dataset).get("options") or {}).get("official_measures", []))
     columns = [column for m in official for column in (m, ANSWERABLE_PREFIX + m)]
     return [c for c in columns if c in rows.columns and rows[c].notna().any()]
 
 
-def metric_table(data: RunData, dataset: str, comparisons: pd.DataFrame) -> Table:
-    """One dataset: a row per system, its official measures first, then every measure plus latency; best bold.
+def dataset_measures(data: RunData, dataset: str) -> list[str]:
+    """Every measure the experiment asked of ``dataset`` that it holds: official ones (with their
+    answerable-only figure) first, then the dataset's ``measures`` (else the experiment's), then any
+    compared measure not yet listed. Other answerable-only figures stay in results.csv."""
+    rows = data.results[data.results["dataset"] == dataset]
+    official = official_columns(data, dataset, rows)
+    asked = _dataset_entry(data, dataset).get("measures") or data.config.get("experiment", {}).get("measures") or []
+    columns = list(dict.fromkeys([*official, *asked, *data.measures]))
+    return [c for c in columns if c in rows.columns and rows[c].notna().any()]
 
-    Measures the dataset was not evaluated on are left out. Latency is a fusion's total with its inputs',
-    and the "parallel" one beside it. The baseline row is marked "(baseline)"; a measure value carries
-    a marker per test that found it significantly different from the baseline after the correction.
+
+def system_cell(data: RunData, rows: pd.DataFrame, label: str) -> str:
+    """A system as a table shows it: its short label, "(baseline)" after the baseline's."""
+    short = data.labels.get(label, label)
+    if data.spec.baseline is not None and label in set(cells_of(rows, data.spec.baseline)["system"]):
+        return f"{short} (baseline)"
+    return short
+
+
+def metric_table(data: RunData, dataset: str, comparisons: pd.DataFrame) -> Table:
+    """One dataset: a row per system, a column per measure (official ones first), then latency; best bold.
+
+    Measures the dataset was not evaluated on are left out. Latency is a fusion's total with its inputs'
+    ("not measured" for a run file). A compared measure carries a marker per test that found it
+    significantly different from the baseline after the correction.
     """
     rows = data.results[data.results["dataset"] == dataset].reset_index(drop=True)
-    official = official_columns(data, dataset, rows)
-    columns = [*official, *[m for m in data.measures if m not in official], *LATENCY_COLUMNS]
-    columns = [c for c in columns if c in rows.columns and rows[c].notna().any()]
-    table = Table(header=["system", *[_column_title(c) for c in columns]], rows=[])
+    columns = dataset_measures(data, dataset)
+    latency = MAIN_LATENCY in rows.columns
+    table = Table(header=["system", *columns, *([COLUMN_TITLES[MAIN_LATENCY]] if latency else [])], rows=[])
     for _, row in rows.iterrows():
-        name = str(row["system"])
-        if data.spec.baseline is not None and _is_baseline(rows, name, data.spec.baseline):
-            name += " (baseline)"
-        cells = [name]
+        cells = [system_cell(data, rows, str(row["system"]))]
         for column in columns:
-            text = fmt(row[column])
-            if column in data.measures:
-                text += _markers(comparisons, row["cell_id"], column, data.spec)
-            cells.append(text)
+            cells.append(fmt(row[column]) + _markers(comparisons, row["cell_id"], column, data.spec))
+        if latency:
+            cells.append(_cost(row[MAIN_LATENCY]))
         table.rows.append(cells)
-    for j, column in enumerate(columns, start=1):
+    for j, column in enumerate([*columns, *([MAIN_LATENCY] if latency else [])], start=1):
         values = rows[column]
         if values.notna().any():
-            best = values.min() if column.startswith("latency") else values.max()
+            best = values.min() if column == MAIN_LATENCY else values.max()
             table.bold |= {(i, j) for i in range(len(rows)) if values.iloc[i] == best}
     return table
-
-
-def _column_title(column: str) -> str:
-    return f"{column} (ms)" if column.endswith("_ms") else column
-
-
-def _is_baseline(rows: pd.DataFrame, label: str, baseline: str) -> bool:
-    return label in set(cells_of(rows, baseline)["system"])
 
 
 def _markers(comparisons: pd.DataFrame, cell_id: str, measure: str, spec: CompareSpec) -> str:
@@ -141,39 +183,59 @@ def _markers(comparisons: pd.DataFrame, cell_id: str, measure: str, spec: Compar
     return "".join(MARKERS[t] for t in spec.tests if bool(match[f"significant_{t}"].iloc[0]))
 
 
-def comparison_table(comparisons: pd.DataFrame, spec: CompareSpec) -> Table:
-    """Every comparison with the baseline: delta, 95% bootstrap CI, Cohen's d, raw and corrected p."""
-    header = ["dataset", "system", "measure", "delta", "95% CI", "Cohen's d", "queries", "missing"]
-    for test in spec.tests:
-        header += [f"p ({test})", f"p ({test}, {spec.correction})"]
+def comparison_table(data: RunData, comparisons: pd.DataFrame, dataset: str) -> Table:
+    """One dataset's comparisons with the baseline: delta, 95% bootstrap CI, Cohen's d, corrected p per test
+    (bold when significant); a "missing" column (baseline/system) only when a query was missing."""
+    spec = data.spec
+    rows = comparisons[comparisons["dataset"] == dataset]
+    missing = bool((rows["missing_in_baseline"] > 0).any() or (rows["missing_in_system"] > 0).any())
+    header = ["system", "measure", "delta", "95% CI", "Cohen's d"]
+    header += [f"p {TEST_TITLES[t]} ({spec.correction})" for t in spec.tests] + (["missing"] if missing else [])
     table = Table(header=header, rows=[])
-    for _, row in comparisons.iterrows():
-        cells = [row["dataset"], row["system"], row["measure"], fmt_delta(row["delta"])]
+    results = data.results[data.results["dataset"] == dataset]
+    for _, row in rows.iterrows():
+        cells = [system_cell(data, results, str(row["system"])), row["measure"], fmt_delta(row["delta"])]
         cells += [fmt_ci(row["ci_low"], row["ci_high"]), fmt(row["cohens_d"], 2)]
-        cells += [str(row["n_queries"]), f"{row['missing_in_baseline']}/{row['missing_in_system']}"]
         for test in spec.tests:
-            cells += [fmt_p(row[f"p_{test}"]), fmt_p(row[f"p_{test}_adj"])]
+            cells.append(fmt_p(row[f"p_{test}_adj"]))
             if row[f"significant_{test}"]:
                 table.bold.add((len(table.rows), len(cells) - 1))
+        if missing:
+            cells.append(f"{row['missing_in_baseline']}/{row['missing_in_system']}")
         table.rows.append(cells)
     return table
 
 
-def efficiency_table(data: RunData) -> Table:
-    """Efficiency per cell: index time, latency, throughput, memory (with units in the header)."""
-    columns = [c for c in EFFICIENCY_COLUMNS if c in data.results.columns and c != "latency_p99_ms"]
-    header = [
-        "dataset",
-        "system",
-        *[f"{c} ({UNITS[c]})" if c in UNITS else _column_title(c) for c in columns],
-    ]
-    rows = [[r["dataset"], r["system"], *[_cost(r[c]) for c in columns]] for _, r in data.results.iterrows()]
+def efficiency_columns(data: RunData) -> list[str]:
+    """The efficiency columns the results hold (p99 left to results.csv: p95 says as much at these sizes)."""
+    return [c for c in EFFICIENCY_COLUMNS if c in data.results.columns and c != "latency_p99_ms"]
+
+
+def efficiency_table(data: RunData, dataset: str | None = None) -> Table:
+    """Efficiency per cell (of one dataset, or all with a dataset column): index time, latency, throughput,
+    memory; the unit once in each header; "not measured" where a cell could not measure (a run file)."""
+    columns = efficiency_columns(data)
+    results = data.results if dataset is None else data.results[data.results["dataset"] == dataset]
+    lead = ["system"] if dataset is not None else ["dataset", "system"]
+    header = [*lead, *[COLUMN_TITLES.get(c, c) for c in columns]]
+    rows = []
+    for _, r in results.iterrows():
+        system = system_cell(data, results[results["dataset"] == r["dataset"]], str(r["system"]))
+        rows.append([*([] if dataset is not None else [r["dataset"]]), system, *[_cost(r[c]) for c in columns]])
     return Table(header=header, rows=rows)
 
 
 def _cost(value: Any) -> str:
     """An efficiency figure; NaN means the cell's costs were not measured here (a run file)."""
     return NOT_MEASURED if pd.isna(value) else fmt(value, 2)
+
+
+def label_table(data: RunData) -> Table | None:
+    """Short labels beside the full ones, when any label was shortened (None otherwise)."""
+    pairs = [(short, full) for full, short in data.labels.items() if short != full]
+    if not pairs:
+        return None
+    return Table(header=["label in this report", "full label (grid cell)"], rows=[list(p) for p in pairs])
 
 
 def library_versions(data: RunData) -> dict[str, str]:

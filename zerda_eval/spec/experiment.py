@@ -229,13 +229,13 @@ def _dataset_options(entry, given, max_queries, bundled, where) -> dict[str, Any
         dataset_id = check_string(
             entry.get("name") or entry.get("id") or Path(str(given["path"])).name, f"{where}.name"
         )
-        options = dataset_options(dataset_id, given, bundled=False)
+        options = dataset_options(dataset_id, given, bundled=False, where=where)
     else:
         if "id" not in entry:
             raise ConfigError(f"{where}: missing key 'id' (a dataset id such as \"beir/scifact/test\") or 'path'")
         dataset_id = check_string(entry["id"], f"{where}.id")
         _check_dataset_id(dataset_id, bundled, where)
-        options = dataset_options(dataset_id, given, bundled=dataset_id in bundled)
+        options = dataset_options(dataset_id, given, bundled=dataset_id in bundled, where=where)
     from zerda_eval.datasets.fingerprint import content_fingerprint
 
     return {
@@ -489,8 +489,9 @@ def _dataset_measures(dataset: dict, own: Any, measures: list[str], depth: int, 
     for measure in chosen:
         if run_depth is not None and int(measure.split("@")[1]) > run_depth:
             raise ConfigError(
-                f"{where}: measure {measure} is deeper than the run depth {run_depth} of dataset {dataset['label']!r} "
-                f"(its runs are cut at {run_depth}); give this dataset measures = [...] at most @{run_depth}"
+                f"{where}.measures: measure {measure} is deeper than the run depth {run_depth} of dataset "
+                f"{dataset['label']!r} (its runs are cut at {run_depth}); "
+                f"give this dataset measures = [...] at most @{run_depth}"
             )
     official = [m for m in dataset["options"].get("official_measures", []) if m not in chosen]
     return [*chosen, *official]

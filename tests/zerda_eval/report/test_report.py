@@ -11,13 +11,15 @@ import pytest
 
 from zerda_eval.analysis.compare import compare_to_baseline
 from zerda_eval.report import write_report
-from zerda_eval.report.plots import pareto_front, plot_label
+from zerda_eval.report.plots import CSS_DPI, DPI, pareto_front, plot_label
 from zerda_eval.report.tables import MARKERS, load_run_dir
 
+DATASETS = ["quranqa23_taskA_dev", "toy_en"]
 PLOTS = [
-    "metric_ndcg_10",
-    "delta_ndcg_10",
-    "pareto_ndcg_10",
+    *[f"metrics_{d}" for d in DATASETS],
+    *[f"per_query_{d}_ndcg_10" for d in DATASETS],
+    "win_tie_loss_ndcg_10",
+    *[f"pareto_{d}_ndcg_10" for d in DATASETS],
     "sweep_k_ndcg_10",
     "sweep_weights_ndcg_10",
     "sweep_vector_weight_ndcg_10",
@@ -44,6 +46,8 @@ def test_every_plot_type_is_rendered_png_and_svg(report, name):
     assert png.stat().st_size > 10_000 and svg.stat().st_size > 10_000
     height, width = matplotlib.image.imread(png).shape[:2]
     assert width >= 500 and height >= 300
+    # drawn for its printed size: shown at 96 CSS px per inch, never wider than a 1280 px page's column
+    assert width * CSS_DPI / DPI <= 1000
     assert svg.read_text(encoding="utf-8").lstrip().startswith("<?xml")
     assert f"plots/{name}.png" in report.read_text(encoding="utf-8")
 
@@ -79,7 +83,7 @@ def test_metric_tables_equal_saved_results_with_baseline_bold_and_markers(report
     data = load_run_dir(run_dir)
     results = data.results
     text = report.read_text(encoding="utf-8")
-    per_dataset = [t for t in markdown_tables(text) if t[0][0] == "system"]
+    per_dataset = [t for t in markdown_tables(text) if t[0][0] == "system" and data.measures[0] in t[0]]
     assert len(per_dataset) == results["dataset"].nunique()
     comparisons = compare_to_baseline(results, data.per_query, data.spec)
     significant = {(r["cell_id"], r["measure"]): r for _, r in comparisons.iterrows()}
@@ -104,6 +108,7 @@ def test_metric_tables_equal_saved_results_with_baseline_bold_and_markers(report
                 assert plain.endswith(markers) if markers else plain[-1] not in "*†"
         baseline_rows = [r[0] for r in rows if r[0].endswith("(baseline)")]
         assert baseline_rows == ["bm25 (baseline)"]
+        assert [r[0].removesuffix(" (baseline)") for r in rows] == [data.labels[s] for s in expected["system"]]
 
 
 def test_study_headline_and_verdict_match_the_runs(report, run_dir):
@@ -143,3 +148,13 @@ def test_arabic_labels_are_never_drawn_unshaped():
     else:
         assert label != "tydiqa السؤال"
     assert plot_label("xquad/ar") == "xquad/ar"
+
+
+def test_html_contents_link_to_every_section_and_print_rules_exist(report):
+    page = (report.parent / "report.html").read_text(encoding="utf-8")
+    links = re.findall(r'<a href="#([^"]+)">', page)
+    ids = set(re.findall(r'<h[23] id="([^"]+)">', page))
+    assert set(links) == ids and len(ids) >= 8
+    assert "@media print" in page and '<nav class="toc">' in page
+    markdown = report.read_text(encoding="utf-8")
+    assert all(f"](#{anchor})" in markdown for anchor in ids)  # the markdown contents use the same anchors

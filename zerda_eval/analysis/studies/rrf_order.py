@@ -12,6 +12,7 @@ p-value; corrections run over all pairs (per test) and over all datasets (per te
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,7 @@ from zerda_eval.store.run_dir import read_cell_run
 
 KEYS = ("system", "depth")
 AXIS = "rrf_order"
+SETTING_SPLIT = re.compile(r", (?=[A-Za-z_][A-Za-z0-9_]*=)")  # between "key=value" parts of a setting
 NEGLIGIBLE_DELTA = 0.005  # |mean delta| below this (absolute, e.g. nDCG points / 100) reads "negligible"
 
 
@@ -59,6 +61,7 @@ class StudyData:
     datasets: pd.DataFrame
     verdict: str
     measure: str
+    depth: int = TOP_DEPTH
 
 
 def parse(table: Mapping[str, Any], document: Mapping[str, Any], where: str) -> Settings:
@@ -165,7 +168,9 @@ def compute(settings: Settings, finished: FinishedRun) -> StudyData | None:
             | {k: v for k, v in test_pair(aligned, spec).items() if k not in ("mean_baseline", "mean_system")}
         )
     per_dataset = correct_family(pd.DataFrame(datasets).assign(measure=measures[0]), "measure", spec)
-    return StudyData(table, per_dataset, verdict(per_dataset, measures[0], spec, settings.depth), measures[0])
+    return StudyData(
+        table, per_dataset, verdict(per_dataset, measures[0], spec, settings.depth), measures[0], settings.depth
+    )
 
 
 def run(settings: Settings, finished: FinishedRun) -> StudySection | None:
@@ -176,7 +181,8 @@ def run(settings: Settings, finished: FinishedRun) -> StudySection | None:
     headline, detail = _tables(data, finished.compare, settings.depth)
     figure = StudyFigure(
         "rrf_order_delta",
-        f"{data.measure}: fixed minus as_documented per dataset.",
+        f"{data.measure}: fixed minus as_documented per dataset, beside the share of queries whose top-"
+        f"{settings.depth} changed and Kendall's tau between the two rankings.",
         lambda label: _delta_figure(data, label),
     )
     return StudySection(
@@ -241,11 +247,12 @@ def _tables(data: StudyData, spec: CompareSpec, depth: int) -> tuple[pd.DataFram
         ]
     )
     primary = data.pairs[data.pairs["measure"] == data.measure]
+    settings = varying_settings(list(primary["setting"]))
     detail = pd.DataFrame(
         [
             {
                 "dataset": row["dataset"],
-                "setting": row["setting"],
+                **({"setting": settings[row["setting"]]} if any(settings.values()) else {}),
                 AS_DOCUMENTED: fmt(row["mean_baseline"]),
                 FIXED: fmt(row["mean_system"]),
                 "delta": fmt_delta(row["delta"]),
@@ -259,31 +266,56 @@ def _tables(data: StudyData, spec: CompareSpec, depth: int) -> tuple[pd.DataFram
     return headline, detail
 
 
+def varying_settings(settings: list[str]) -> dict[str, str]:
+    """``{setting: the parameters that differ between the settings}`` ("" for all when none differs), so a
+    table names a setting by what sets it apart rather than by every parameter of the system."""
+    split = {setting: SETTING_SPLIT.split(setting) if setting else [] for setting in settings}
+    parts = [part for items in split.values() for part in items]
+    common = {part for part in parts if all(part in items for items in split.values())}
+    return {setting: ", ".join(part for part in items if part not in common) for setting, items in split.items()}
+
+
 def _delta_figure(data: StudyData, label: Callable[[str], str]) -> Any:
-    """Fixed minus as-documented per dataset: bar = mean over settings, dots = each setting, 95% CI."""
+    """Per dataset, side by side: the score delta (fixed minus as-documented; bar = mean over settings
+    with its 95% CI, dots = each setting), the share of queries whose top-k changed, and Kendall's tau."""
     import matplotlib.pyplot as plt
 
     datasets = data.datasets
     pairs = data.pairs[data.pairs["measure"] == data.measure]
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(datasets) + 3), 4.2))
-    x = np.arange(len(datasets))
+    y = np.arange(len(datasets))
+    fig, axes = plt.subplots(
+        1, 3, figsize=(9.5, 0.45 * len(datasets) + 1.6), sharey=True, layout="constrained", width_ratios=[1.4, 1, 1]
+    )
     delta = datasets["delta"].to_numpy()
-    yerr = np.vstack([delta - datasets["ci_low"].to_numpy(), datasets["ci_high"].to_numpy() - delta])
-    ax.bar(x, delta, 0.6, yerr=np.clip(yerr, 0, None), capsize=4, color="#4c72b0", label="mean over settings (95% CI)")
+    xerr = np.vstack([delta - datasets["ci_low"].to_numpy(), datasets["ci_high"].to_numpy() - delta])
+    axes[0].barh(y, delta, 0.6, xerr=np.clip(xerr, 0, None), capsize=3, color="#4c72b0", label="mean (95% CI)")
     for i, dataset in enumerate(datasets["dataset"]):
         values = pairs[pairs["dataset"] == dataset]["delta"].to_numpy()
-        ax.scatter(
-            np.full(values.size, i) + np.linspace(-0.15, 0.15, values.size),
+        axes[0].scatter(
             values,
+            np.full(values.size, i) + np.linspace(-0.15, 0.15, values.size),
             color="black",
-            s=12,
+            s=10,
             zorder=3,
             label="one setting" if i == 0 else None,
         )
-    ax.axhline(0.0, color="black", linewidth=0.8)
-    ax.set_xticks(x, [label(d) for d in datasets["dataset"]], rotation=15, ha="right")
-    ax.set_xlabel("dataset")
-    ax.set_ylabel(f"Δ {data.measure} (fixed − as_documented)")
-    ax.set_title("Effect of fixing the RRF ordering, per dataset")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+    axes[0].axvline(0.0, color="black", linewidth=0.8)
+    axes[0].set_xlabel(f"Δ {data.measure} (fixed − as_documented)")
+    axes[0].legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2, frameon=False, fontsize=8)
+    shares = datasets["top_changed_share"].to_numpy() * 100
+    taus = datasets["kendall_tau"].to_numpy()
+    for ax, values, xlabel, limit, text in (
+        (axes[1], shares, f"top-{data.depth} changed (% of queries)", 100.0, "{:.0f}%"),
+        (axes[2], taus, f"Kendall tau, top-{data.depth} (1 = same)", 1.0, "{:.2f}"),
+    ):
+        ax.barh(y, values, 0.6, color="#8172b2")
+        for i, value in enumerate(values):
+            ax.text(value, i, " " + text.format(value), va="center", fontsize=8)
+        ax.set_xlim(0, limit * 1.15)
+        ax.set_xlabel(xlabel)
+    axes[0].set_yticks(y, [label(d) for d in datasets["dataset"]])
+    axes[0].invert_yaxis()
+    for ax in axes:
+        ax.grid(axis="y", visible=False)
+    fig.suptitle("Fixing the RRF ordering: the score change and how much the ranking moves, per dataset")
     return fig

@@ -1,0 +1,67 @@
+"""Skip rebuilding a report whose inputs did not change.
+
+The key hashes everything a report is made of: the resolved config (and ``experiment.json``'s config
+hash), the contents of the results and per-query tables, the source of every module the report code
+runs (``spec.code_fingerprint.modules_of``), matplotlib's version and the formats asked for. It is
+stored in ``INPUTS_FILE`` in the report directory, written after every other file; a report whose
+key matches and whose files are all there is left as it is, so rerunning a cached grid costs nothing
+for its report.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from zerda_eval.hashing import bytes_sha256, content_hash
+from zerda_eval.report.tables import RunData
+from zerda_eval.spec.code_fingerprint import module_source, modules_of
+from zerda_eval.store.files import atomic_write_text
+
+INPUTS_FILE = "report-inputs.json"
+REPORT_CODE = "zerda_eval.report.writer"  # the module that writes a report, and all it imports
+
+
+def report_code_version() -> str:
+    """SHA-256 over the source of every module the report code imports (analysis, studies, tables ...)."""
+    return content_hash({name: bytes_sha256(module_source(name)) for name in sorted(modules_of(REPORT_CODE))})
+
+
+def frame_hash(frame: pd.DataFrame) -> str:
+    """A table's contents as one hash: column names and types, then every row's values."""
+    rows = pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes()
+    return content_hash({"columns": [[str(c), str(t)] for c, t in frame.dtypes.items()], "rows": bytes_sha256(rows)})
+
+
+def report_key(data: RunData, formats: Iterable[str]) -> str:
+    """The hash of every input of the report of ``data`` in ``formats``."""
+    import matplotlib
+
+    return content_hash(
+        {
+            "config_hash": data.config_hash,
+            "config": content_hash(data.config),
+            "results": frame_hash(data.results),
+            "per_query": frame_hash(data.per_query),
+            "code": report_code_version(),
+            "matplotlib": matplotlib.__version__,
+            "formats": sorted(formats),
+        }
+    )
+
+
+def is_current(report_dir: Path, key: str, outputs: Iterable[Path]) -> bool:
+    """True when ``report_dir`` was built from inputs hashing to ``key`` and every output is still there."""
+    try:
+        stored = json.loads((report_dir / INPUTS_FILE).read_text(encoding="utf-8")).get("key")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return stored == key and all(path.is_file() for path in outputs)
+
+
+def record(report_dir: Path, key: str) -> None:
+    """Remember the inputs' key (after the report's files are written)."""
+    atomic_write_text(report_dir / INPUTS_FILE, json.dumps({"key": key}, indent=2) + "\n")
