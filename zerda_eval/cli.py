@@ -142,12 +142,14 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _summary(table: pd.DataFrame) -> str:
-    """The results table as printed: main measures and costs; costs not measured (a run file) say so."""
+    """The results table as printed: main measures and costs; costs not measured (a run file) say so,
+    and a measure a dataset does not take (Qur'an QA's runs are cut at 10) is "-"."""
     measures = [m for m in DEFAULT_MEASURES if m in table.columns]
     columns = ["dataset", "system", *measures, *SUMMARY_COSTS]
     shown = table[columns].astype(object)
     for column in columns[2:]:
-        shown[column] = [NOT_MEASURED if pd.isna(v) else f"{v:.4f}" for v in table[column]]
+        missing = NOT_MEASURED if column in SUMMARY_COSTS else "-"  # "-": a measure this dataset does not take
+        shown[column] = [missing if pd.isna(v) else f"{v:.4f}" for v in table[column]]
     return shown.to_string(index=False)
 
 

@@ -67,3 +67,35 @@ def test_our_warnings_are_one_line_each(capsys, monkeypatch):
     assert main(["datasets"]) == 0
     err = capsys.readouterr().err
     assert err.splitlines() == ["zerda-eval: warning: cell 'bm25' (abc): per_query.csv is missing; recomputing it"] * 2
+
+
+def test_the_run_summary_says_not_measured_for_costs_and_a_dash_for_measures_a_dataset_lacks():
+    import pandas as pd
+
+    from zerda_eval.cli import _summary
+
+    table = pd.DataFrame(
+        [
+            {
+                "dataset": "q",
+                "system": "ext",
+                "ndcg@10": 0.5,
+                "recall@100": float("nan"),
+                "index_time_s": float("nan"),
+                "latency_p50_ms": float("nan"),
+                "qps": float("nan"),
+            },
+            {
+                "dataset": "q",
+                "system": "bm25",
+                "ndcg@10": 0.25,
+                "recall@100": 0.75,
+                "index_time_s": 1.0,
+                "latency_p50_ms": 2.0,
+                "qps": 3.0,
+            },
+        ]
+    )
+    lines = _summary(table).splitlines()
+    assert lines[1].split()[:4] == ["q", "ext", "0.5000", "-"] and lines[1].count("not measured") == 3
+    assert lines[2].split() == ["q", "bm25", "0.2500", "0.7500", "1.0000", "2.0000", "3.0000"]

@@ -1,6 +1,7 @@
 """The report's content as a list of blocks, built once and rendered by ``markdown``, ``html`` and ``latex``.
 
-Order: summary and contents; each study's section (its headline answer); results per dataset (the main
+Order: summary and contents; each study's section (its headline answer); the best held-out
+configuration per dataset (when the experiment tunes); results per dataset (the main
 table, then every measure as bars with CIs); the comparisons with the baseline (wins/ties/losses, a
 per-query scatter and the tests per dataset); quality against latency per dataset; parameter sweeps;
 efficiency per dataset; the configuration and library versions.
@@ -14,7 +15,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from zerda_eval.analysis.best import best_configurations
 from zerda_eval.analysis.compare import compare_to_baseline
+from zerda_eval.analysis.formatting import fmt
 from zerda_eval.analysis.studies import run_studies
 from zerda_eval.analysis.studies.base import FinishedRun
 from zerda_eval.evaluation.efficiency import NOT_MEASURED
@@ -104,6 +107,7 @@ def build_document(data: RunData, plot_dir: Path) -> list[Block]:
         blocks += [plots.study_figure(figure, plot_dir) for figure in study.figures]
         for caption, frame in study.detail:
             blocks += [Heading(3, caption), Table.of_frame(frame)]
+    blocks += _best_configurations(data)
     blocks += [Heading(2, "Results per dataset"), Paragraph(_legend(data))]
     labels = label_table(data)
     if labels is not None:
@@ -125,6 +129,25 @@ def build_document(data: RunData, plot_dir: Path) -> list[Block]:
         blocks += [Heading(3, f"Efficiency: {dataset}"), efficiency_table(data, dataset)]
     blocks += _appendix(data)
     return with_anchors(blocks)
+
+
+def _best_configurations(data: RunData) -> list[Block]:
+    """The best held-out (tuned) row per dataset beside the best row picked on the test queries."""
+    best = best_configurations(data.results, data.config.get("tuning") or {})
+    if best.empty:
+        return []
+    measure = best["measure"].iloc[0]
+    rows = [
+        [r["dataset"], r["held_out"], fmt(r["held_out_value"]), r["chosen_by"], r["on_test"], fmt(r["on_test_value"])]
+        for _, r in best.iterrows()
+    ]
+    header = ["dataset", "best held-out row", measure, "chosen by", "best row picked on test (optimistic)", measure]
+    note = (
+        f"Each tuned row's grid point was chosen without the queries it is scored on (its cell's result.json "
+        f"records each fold's choice). The best untuned row was picked by its {measure} on the test queries "
+        "themselves: an optimistic figure, shown for the gap."
+    )
+    return [Heading(2, "Best configuration per dataset"), Paragraph(note), Table(header=header, rows=rows)]
 
 
 def _summary(data: RunData) -> str:
