@@ -91,7 +91,11 @@ def test_minilm_equals_sentence_transformers_own_encode(minilm, english, exact):
     assert ours.dtype == np.float32 and ours.shape == (len(english), 384) and minilm.dim == 384
     assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
     assert (ours * expected).sum(axis=1).min() >= 0.999
-    assert np.array_equal(ours[-6:], minilm.embed(english[-6:]))  # deterministic, whatever the batch
+    # The same texts give the same bits; another batch (other padding, other kernel blocking in torch's
+    # threads) may move the last float bits only, as seen in CI under load, never the vector.
+    tail = minilm.embed(english[-6:])
+    np.testing.assert_array_equal(tail, minilm.embed(english[-6:]))
+    np.testing.assert_allclose(ours[-6:], tail, rtol=0, atol=1e-6)
     assert reference.max_seq_length == minilm.params["max_seq_length"] == 256
     np.testing.assert_array_equal(minilm.embed_queries(english[:5]), minilm.embed(english[:5]))
 
@@ -114,7 +118,9 @@ def test_minilm_int8_agrees_with_the_exact_model(minilm_int8, english, exact, li
     cosines = (exact * light).sum(axis=1)
     assert cosines.mean() >= INT8_MEAN_COSINE and cosines.min() >= INT8_MIN_COSINE
     assert not np.array_equal(exact, light)  # int8 weights: close, not equal
-    assert np.array_equal(light[-6:], minilm_int8.embed(english[-6:]))
+    tail = minilm_int8.embed(english[-6:])
+    np.testing.assert_array_equal(tail, minilm_int8.embed(english[-6:]))  # the same texts, the same bits
+    np.testing.assert_allclose(light[-6:], tail, rtol=0, atol=1e-6)  # another batch: float noise at most
 
 
 def test_minilm_int8_batches_equal_one_text_at_a_time_onnxruntime(english, light):
