@@ -10,10 +10,12 @@ pooling, L2 norm), with no model hub involved.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from retrieval.core.dense import normalize_rows
 from retrieval.embeddings.adapters import ST_CHUNK
 from retrieval.embeddings.base import (
     BaseEmbedder,
@@ -80,3 +82,28 @@ class MiniLMEmbedder(BaseEmbedder):
         return self._model.encode(
             texts, batch_size=self.batch_size, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
         )
+
+    def token_vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Each text's contextual token vectors, unit rows (float32): late interaction's token encoder.
+
+        sentence-transformers' own ``output_value="token_embeddings"`` (the rows its mean pooling averages:
+        [CLS] and [SEP] included, padding removed, at most ``max_seq_length`` tokens), each row L2-normalised
+        so that a dot product is a cosine. A tqdm bar shows the texts done when there is more than one chunk.
+        """
+        from tqdm.auto import tqdm
+
+        out: list[np.ndarray] = []
+        quiet = not self.progress or len(texts) <= ST_CHUNK
+        with tqdm(total=len(texts), desc="minilm tokens", unit="text", disable=quiet) as bar:
+            for start in range(0, len(texts), ST_CHUNK):
+                block = list(texts[start : start + ST_CHUNK])
+                rows = self._model.encode(
+                    block,
+                    batch_size=self.batch_size,
+                    output_value="token_embeddings",
+                    convert_to_numpy=False,
+                    show_progress_bar=False,
+                )
+                out += [normalize_rows(np.asarray(r.float().cpu().numpy(), dtype=np.float32)) for r in rows]
+                bar.update(len(block))
+        return out

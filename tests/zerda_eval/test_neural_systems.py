@@ -182,3 +182,42 @@ def test_neural_picks_by_the_letters_of_the_first_texts():
     assert resolve_embedder("neural", ["abc", "عربي", "123 456 789"]) == "e5-small"  # digits are not letters
     assert resolve_embedder("neural", ["a"] * LANGUAGE_SAMPLE + ["عربي" * 100]) == "minilm"  # only the first texts
     assert resolve_embedder("neural", []) == "minilm"
+
+
+def test_late_interaction_on_minilm_token_vectors_equals_maxsim_over_sentence_transformers_own(tmp_path):
+    """rank_bm25 candidates re-scored by MaxSim over sentence-transformers' own token embeddings, unit rows."""
+    import numpy as np
+    from rank_bm25 import BM25Okapi
+    from sentence_transformers import SentenceTransformer
+
+    from retrieval.core import tokenize
+    from retrieval.embeddings.minilm import minilm_folder
+    from zerda_eval.datasets.collection import Collection
+
+    docs = {d: DOCS[d] for d in ("d1", "d2", "d5")}
+    queries = {"qa": "sugar in plant leaves and the immune system", "qb": "interest rates of the central bank"}
+    collection = Collection("toy", "en", list(docs), list(docs.values()), queries, {"qa": {"d1": 1}})
+    system = build_system("pipeline.late_interaction", {"token_encoder": "minilm", "first_stage_k": 2})
+    system.index(collection, tmp_path)
+    found = system.search(queries, 3)
+
+    model = SentenceTransformer(str(minilm_folder()[0]), device="cpu", local_files_only=True)
+
+    def tokens(text: str) -> np.ndarray:
+        rows = model.encode(text, output_value="token_embeddings", show_progress_bar=False).numpy()
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+    okapi = BM25Okapi([tokenize(t) for t in docs.values()])
+    for qid, text in queries.items():
+        first = okapi.get_scores(tokenize(text))
+        candidates = sorted((i for i in range(len(docs)) if first[i] > 0), key=lambda i: (-first[i], i))[:2]
+        raw = [float((tokens(text) @ tokens(collection.texts[i]).T).max(axis=1).sum()) for i in candidates]
+        order = sorted(range(len(raw)), key=lambda j: (-raw[j], j))  # ties keep the first-stage order
+        assert [d for d, _ in found[qid]] == [collection.doc_ids[candidates[j]] for j in order]
+        np.testing.assert_allclose([s for _, s in found[qid]], [raw[j] for j in order], atol=1e-4)
+    assert found["qa"][0][1] > 3.0  # a MaxSim sum over the query's tokens, not a clamped [0, 1] score
+
+
+def test_minilm_token_vectors_take_no_other_dim():
+    with pytest.raises(ConfigError, match=r"minilm token vectors have 384 dimensions, not 64; remove dim"):
+        build_system("pipeline.late_interaction", {"token_encoder": "minilm", "dim": 64})

@@ -246,6 +246,36 @@ class WordLlamaTokenEncoder:
         return vectors
 
 
+class MiniLMTokenEncoder:
+    """seed 004 ``TokenLevelEncoder``: all-MiniLM-L6-v2's contextual token vectors, unit rows.
+
+    ``index(texts)`` encodes the documents in batches once, when the system is indexed (as ColBERT
+    indexes its documents), so a query's latency is its own encoding plus MaxSim. A text not indexed (a
+    query) is encoded when asked, and not kept. Texts reach the model as ``analysis.embedder_text``
+    makes them. MiniLM was trained for mean pooling, not MaxSim: the note on issue 20 gives its quality.
+    """
+
+    def __init__(self, analysis: Analysis = NO_ANALYSIS, progress: bool = True):
+        from retrieval.embeddings.minilm import MiniLMEmbedder
+
+        self._model = MiniLMEmbedder(progress=progress)
+        self._analysis = analysis
+        self._documents: dict[str, np.ndarray] = {}
+
+    def index(self, texts: Sequence[str]) -> None:
+        """Encode every distinct text of ``texts`` now (``encode_tokens`` then looks them up)."""
+        distinct = list(dict.fromkeys(texts))
+        prepared = [self._analysis.embedder_text(text) for text in distinct]
+        self._documents = dict(zip(distinct, self._model.token_vectors(prepared), strict=True))
+
+    def encode_tokens(self, text: str) -> np.ndarray:
+        """``(n_tokens, 384)`` unit rows of ``text`` (indexed documents are looked up, others encoded)."""
+        vectors = self._documents.get(text)
+        if vectors is None:
+            vectors = self._model.token_vectors([self._analysis.embedder_text(text)])[0]
+        return vectors
+
+
 def maxsim(query_tokens: Any, doc_tokens: Any) -> float:
     """ColBERT MaxSim: sum over query tokens of the best cosine with any doc token (0.0 if either is empty).
 

