@@ -77,3 +77,38 @@ def test_verdict_follows_the_numbers():
     assert 'use rrf_order = "fixed"' in text
     null = gains.assign(delta=[0.001, -0.002], **{"significant_t-test": [False, False]})
     assert "without a measurable effect" in rrf_order.verdict(null, "ndcg@10", spec, 10)
+
+
+def test_tuned_pair_is_reported_on_its_own_and_not_pooled(tmp_path):
+    """The tuned rows (each order at its held-out best) form a pair of their own, outside the pooled mean."""
+    results, per_query = write_study_dir(tmp_path)
+    tuned = {"as_documented": {"q1": 0.1, "q2": 0.1, "q3": 0.1}, "fixed": {"q1": 0.9, "q2": 0.8, "q3": 0.9}}
+    extra_results, extra_per_query = frames(
+        {("d", f"h[rrf_order={order},tuned]"): values for order, values in tuned.items()},
+        {f"h[rrf_order={order},tuned]": {"rrf_order": order, "tuned": "5-fold"} for order in tuned},
+    )
+    for _, row in extra_results.iterrows():
+        folder = tmp_path / "cells" / row["cell_id"]
+        folder.mkdir(parents=True)
+        (folder / "run.trec").write_text("q1 Q0 a 1 1 t\nq2 Q0 a 1 1 t\nq3 Q0 a 1 1 t\n")
+    results = pd.concat([results, extra_results], ignore_index=True)
+    per_query = pd.concat([per_query, extra_per_query], ignore_index=True)
+    finished = FinishedRun(tmp_path, results, per_query, CompareSpec(tests=("t-test",)), ["ndcg@10"])
+    study = rrf_order.compute(rrf_order.Settings(system="h", depth=3), finished)
+
+    assert set(study.pairs["setting"]) == {"w=1", "w=2", "tuned=5-fold"}
+    headline = study.datasets.iloc[0]
+    assert headline["settings"] == 2  # the grid's two pairs only
+    assert headline["delta"] == pytest.approx(np.mean([(0.1 + 0.0) / 2, (0.0 + 0.1) / 2, (0.2 + 0.0) / 2]))
+    row = study.tuned.iloc[0]
+    assert (row["dataset"], row["mean_baseline"], row["mean_system"]) == (
+        "d",
+        pytest.approx(0.1),
+        pytest.approx(26 / 30),
+    )
+    assert row["delta"] == pytest.approx(np.mean([0.8, 0.7, 0.8]))
+    assert "own best settings chosen on held-out queries" in study.verdict and "+0.7667 (d)" in study.verdict
+    section = rrf_order.run(rrf_order.Settings(system="h", depth=3), finished)
+    titles = [title for title, _ in section.tables]
+    assert titles == ["Per dataset", "Each order at its own held-out best settings (tuned rows)"]
+    assert section.tables[1][1].iloc[0]["fixed[tuned]"] == "0.8667"
