@@ -86,3 +86,39 @@ def test_peak_rss_is_the_cells_own_window() -> None:
     del block
     second = RssWindow()  # a later cell that allocates nothing big
     assert second.peak_mb() < big - 100  # a process-wide high-water mark would repeat the earlier peak
+
+
+def test_every_cell_encodes_its_own_queries_so_its_latency_includes_them(monkeypatch) -> None:
+    """Cells on one corpus share its vectors, never their query vectors: latency means the same in each cell,
+    whatever ran before it in the process (a later cell used to find every query already encoded)."""
+    from retrieval.embeddings import base
+    from zerda_eval.datasets.collection import Collection
+    from zerda_eval.systems import build_system, encoders
+
+    encoders._SHARED.clear()
+    encoded: list[str] = []
+    real = base.embed_queries
+    monkeypatch.setattr(base, "embed_queries", lambda e, texts: encoded.extend(texts) or real(e, texts))
+    collection = Collection("tiny", "en", list(DOCS), list(DOCS.values()), QUERIES, {"q1": {"d1": 1}})
+    for family in ("pipeline.dense", "zerda.vector", "pipeline.dense"):
+        system = build_system(family, {"embedder": "lsa"})
+        system.index(collection)
+        system.search({"q1": QUERIES["q1"]}, 2)
+    assert encoded == [QUERIES["q1"]] * 3
+
+
+def test_the_reranker_encodes_each_search_s_query_once(monkeypatch) -> None:
+    """pipeline.rerank scores every candidate against the query: one encoding per search, none kept after it."""
+    from retrieval.embeddings import base
+    from zerda_eval.datasets.collection import Collection
+    from zerda_eval.systems import build_system
+
+    encoded: list[str] = []
+    real = base.embed_queries
+    monkeypatch.setattr(base, "embed_queries", lambda e, texts: encoded.extend(texts) or real(e, texts))
+    collection = Collection("tiny", "en", list(DOCS), list(DOCS.values()), QUERIES, {"q1": {"d1": 1}})
+    system = build_system("pipeline.rerank", {"embedder": "lsa"})
+    system.index(collection)
+    system.search({"q1": "rank fusion of term frequency lists"}, 3)  # three candidates from BM25
+    system.search({"q1": "rank fusion of term frequency lists"}, 3)
+    assert encoded == ["rank fusion of term frequency lists"] * 2

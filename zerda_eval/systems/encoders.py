@@ -141,7 +141,6 @@ class CorpusVectors:
                 self.matrix = self._embed(self.embedder.fit(texts), list(texts))
             else:  # fitted (LSA needs it to embed queries) and memory-mapped: pages shared across workers
                 self.matrix = embed_corpus(self.embedder, list(texts), cache_dir, mmap=True)
-        self._query_cache: dict[str, np.ndarray] = {}
 
     @staticmethod
     def _embed(embedder: Any, texts: list[str]) -> np.ndarray:
@@ -158,16 +157,16 @@ class CorpusVectors:
         return cache_key(self.embedder, self._texts)
 
     def embed_query(self, text: str) -> np.ndarray:
-        """The query's unit vector, from the model's query side (e5's ``query: ``); cached per text."""
+        """The query's unit vector, from the model's query side (e5's ``query: ``), encoded on every call.
+
+        Not kept: the corpus vectors are shared by the cells of one corpus, and a query vector kept from
+        an earlier cell would leave its encoding out of a later cell's latency.
+        """
         from retrieval.embeddings.base import embed_queries, finish_embeddings
 
-        vector = self._query_cache.get(text)
-        if vector is None:
-            with _embedder_errors_as_run_errors():
-                e = self.embedder
-                vector = finish_embeddings(embed_queries(e, [self.analysis.embedder_text(text)]), 1, e.dim, e.name)[0]
-            self._query_cache[text] = vector
-        return vector
+        with _embedder_errors_as_run_errors():
+            e = self.embedder
+            return finish_embeddings(embed_queries(e, [self.analysis.embedder_text(text)]), 1, e.dim, e.name)[0]
 
     def top_k(self, query_vector: Any, k: int) -> list[tuple[int, float]]:
         """``[(row, cosine), ...]`` best first, ties by lower row."""

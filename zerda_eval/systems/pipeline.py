@@ -8,6 +8,7 @@ back one to one (no merge by content). Dense parts read the collection's cached 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -161,14 +162,25 @@ class PipelineHybrid(PipelineSystem):
 
 
 class FirstStageReranked:
-    """BM25 first stage then ``CrossEncoderReranker`` (a ``Retriever`` built from seed 004's parts)."""
+    """BM25 first stage then ``CrossEncoderReranker`` (a ``Retriever`` built from seed 004's parts).
 
-    def __init__(self, first_stage: SparseRetriever, reranker: CrossEncoderReranker, first_stage_k: int):
+    ``new_query`` runs before each search (the reranker's per-search state is reset there).
+    """
+
+    def __init__(
+        self,
+        first_stage: SparseRetriever,
+        reranker: CrossEncoderReranker,
+        first_stage_k: int,
+        new_query: Callable[[], None] = lambda: None,
+    ):
         self.first_stage = first_stage
         self.reranker = reranker
         self.first_stage_k = first_stage_k
+        self.new_query = new_query
 
     def retrieve(self, query: QueryBundle, top_k: int = 10) -> list[ContextItem]:
+        self.new_query()
         return self.reranker.rerank(query, self.first_stage.retrieve(query, self.first_stage_k), top_k)
 
 
@@ -191,11 +203,16 @@ class PipelineRerank(PipelineSystem):
         _, vectors = self._dense(collection, cache_dir)
         row_of = {text: row for row, text in enumerate(collection.texts)}
 
+        query_vector: dict[str, Any] = {}  # encoded once per search (the reranker scores every candidate)
+
         def score(query: str, content: str) -> float:
-            return cosine(vectors.embed_query(query), vectors.matrix[row_of[content]])
+            if query not in query_vector:
+                query_vector[query] = vectors.embed_query(query)
+            return cosine(query_vector[query], vectors.matrix[row_of[content]])
 
         reranker = CrossEncoderReranker(score)
-        return FirstStageReranked(self._sparse(collection), reranker, self.params["first_stage_k"])
+        sparse = self._sparse(collection)
+        return FirstStageReranked(sparse, reranker, self.params["first_stage_k"], new_query=query_vector.clear)
 
 
 class PipelineRouted(PipelineSystem):
