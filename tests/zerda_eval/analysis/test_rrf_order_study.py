@@ -112,3 +112,5 @@ def test_tuned_pair_is_reported_on_its_own_and_not_pooled(tmp_path):
     titles = [title for title, _ in section.tables]
     assert titles == ["Per dataset", "Each order at its own held-out best settings (tuned rows)"]
     assert section.tables[1][1].iloc[0]["fixed[tuned]"] == "0.8667"
+    # the grid settings are named by what varies among them (w), the tuned pair by how it was tuned
+    assert list(section.detail[0][1]["setting"]) == ["w=1", "w=2", "tuned=5-fold"]

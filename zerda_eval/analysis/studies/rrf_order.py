@@ -274,7 +274,9 @@ def _tables(data: StudyData, spec: CompareSpec, depth: int) -> tuple[pd.DataFram
         ]
     )
     primary = data.pairs[data.pairs["measure"] == data.measure]
-    settings = varying_settings(list(primary["setting"]))
+    primary = primary.iloc[np.lexsort((primary["setting"].map(is_tuned), primary["dataset"]))]  # tuned last
+    grid = [setting for setting in primary["setting"] if not is_tuned(setting)]
+    settings = varying_settings(grid) | {s: s for s in primary["setting"] if is_tuned(s)}
     detail = pd.DataFrame(
         [
             {
