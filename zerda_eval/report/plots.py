@@ -35,6 +35,7 @@ from zerda_eval.analysis import significance as sig
 from zerda_eval.analysis.compare import cells_of, index_per_query
 from zerda_eval.analysis.studies.base import StudyFigure
 from zerda_eval.report.tables import MAIN_LATENCY, RunData, dataset_measures
+from zerda_eval.spec.tuning import TUNED
 from zerda_eval.store.files import atomic_write_bytes
 
 ARABIC = re.compile(r"[\u0600-\u06FF\u0750-\u077F\uFB50-\uFDFF\uFE70-\uFEFF]+")
@@ -45,6 +46,7 @@ PANEL_COLUMNS = 3
 LOG_SPREAD = 20.0  # latency axis on a log scale when the slowest cell is this many times the fastest
 TIE = 1e-12  # per-query values closer than this are a tie
 PILE_SHARE = 0.1  # a scatter dot standing for this share of the queries or more is labelled with its count
+MAX_PAIRED = 12  # per dataset, more systems than this: each grid entry is drawn against the baseline by its best cell
 WIN, DRAW, LOSS = "#4c956c", "#b8b8b8", "#c8553d"
 plt.rcParams.update(
     {
@@ -171,19 +173,37 @@ def metric_bars(data: RunData, dataset: str, out_dir: Path) -> Figure:
     return _save(fig, out_dir, name, f"{dataset}: every measure per system, 95% per-query bootstrap CIs.")
 
 
-def _paired(data: RunData, dataset: str, measure: str) -> list[tuple[str, sig.Aligned]]:
-    """(system label, values aligned with the baseline's) for every other system of ``dataset``."""
+def _paired(data: RunData, dataset: str, measure: str) -> tuple[list[tuple[str, sig.Aligned]], int]:
+    """(system label, values aligned with the baseline's) for the other systems of ``dataset``, and how many
+    grid cells were left out: beyond ``MAX_PAIRED`` systems, a grid entry is drawn by its best cell only."""
     rows = data.results[data.results["dataset"] == dataset]
     base = cells_of(rows, data.spec.baseline) if data.spec.baseline else rows.iloc[0:0]
     if len(base) != 1:
-        return []
+        return [], 0
     lookup = index_per_query(data.per_query[data.per_query["dataset"] == dataset])
     base_values = lookup.get((base["cell_id"].iloc[0], measure), {})
-    return [
-        (str(row["system"]), sig.align(base_values, lookup.get((row["cell_id"], measure), {})))
-        for _, row in rows.iterrows()
-        if row["cell_id"] != base["cell_id"].iloc[0] and (row["cell_id"], measure) in lookup
+    measured = np.array([(cell, measure) in lookup for cell in rows["cell_id"]], dtype=bool)
+    rows = rows[(rows["cell_id"] != base["cell_id"].iloc[0]).to_numpy() & measured]
+    shown = _headline(rows, measure) if len(rows) > MAX_PAIRED else rows
+    pairs = [
+        (str(row["system"]), sig.align(base_values, lookup[(row["cell_id"], measure)])) for _, row in shown.iterrows()
     ]
+    return pairs, len(rows) - len(shown)
+
+
+def _headline(rows: pd.DataFrame, measure: str) -> pd.DataFrame:
+    """Systems that are not grid cells (tuned rows included), and the best cell of each grid entry."""
+    label = rows["system"].astype(str)
+    grid = label.str.contains(r"\[", regex=True) & ~label.str.endswith(f"{TUNED}]")
+    entry = label.str.split("[", n=1, regex=False).str[0]
+    best = rows[grid].assign(entry=entry[grid]).sort_values(measure, ascending=False, kind="stable")
+    keep = set(best.drop_duplicates("entry")["cell_id"]) | set(rows.loc[~grid, "cell_id"])
+    return rows[rows["cell_id"].isin(keep)]
+
+
+def _left_out(count: int) -> str:
+    """The caption's note on grid cells not drawn."""
+    return f" Each grid entry is drawn by its best cell ({count} more cells are in the tables)." if count else ""
 
 
 def win_tie_loss(aligned: sig.Aligned) -> tuple[int, int, int]:
@@ -198,7 +218,7 @@ def per_query_scatter(data: RunData, dataset: str, measure: str, out_dir: Path) 
     Queries with the same pair of values share a dot whose area grows with their number (many queries
     score 0 or 1 under both systems); a dot for ``PILE_SHARE`` of the queries or more says how many.
     """
-    pairs = _paired(data, dataset, measure)
+    pairs, left_out = _paired(data, dataset, measure)
     if not pairs:
         return None
     fig, axes = _grid(len(pairs), 3.1)
@@ -228,14 +248,15 @@ def per_query_scatter(data: RunData, dataset: str, measure: str, out_dir: Path) 
         ax.set_ylabel(measure)
     caption = (
         f"{dataset}: {measure} per query, baseline ({data.spec.baseline}) on x, system on y; "
-        "above the diagonal the system is better."
+        "above the diagonal the system is better." + _left_out(left_out)
     )
     return _save(fig, out_dir, f"per_query_{_slug(dataset)}_{_slug(measure)}", caption)
 
 
 def win_tie_loss_bars(data: RunData, measure: str, out_dir: Path) -> Figure | None:
     """Per dataset and system: the share of queries better than, tied with and worse than the baseline."""
-    panels = [(d, pairs) for d in data.datasets if (pairs := _paired(data, d, measure))]
+    paired = {d: _paired(data, d, measure) for d in data.datasets}
+    panels = [(d, pairs) for d, (pairs, _) in paired.items() if pairs]
     if not panels:
         return None
     heights = [0.32 * len(pairs) + 0.7 for _, pairs in panels]
@@ -267,7 +288,10 @@ def win_tie_loss_bars(data: RunData, measure: str, out_dir: Path) -> Figure | No
         ax.grid(False)
     axes[0, 0].legend(ncols=3, loc="lower right", bbox_to_anchor=(1.0, 1.0), frameon=False)
     axes[-1, 0].set_xlabel(f"share of queries ({measure} against {data.spec.baseline}; numbers: queries)")
-    caption = f"{measure}: queries on which each system is better than, tied with or worse than {data.spec.baseline}."
+    caption = (
+        f"{measure}: queries on which each system is better than, tied with or worse than {data.spec.baseline}."
+        + _left_out(sum(left_out for _, left_out in paired.values()))
+    )
     return _save(fig, out_dir, f"win_tie_loss_{_slug(measure)}", caption)
 
 

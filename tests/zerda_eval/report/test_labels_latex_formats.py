@@ -168,3 +168,22 @@ def test_api_report_formats(run_dir, tmp_path):
     from zerda_eval.api import Results
 
     assert Results.load(run_dir).report(tmp_path / "api", formats=["latex"]).name == "report.tex"
+
+
+def test_a_large_grid_is_drawn_against_the_baseline_by_its_best_cell_each():
+    """Beyond 12 systems, the per-query plots show plain systems, tuned rows and the best cell of each grid."""
+    from tests.zerda_eval.analysis.frames import frames
+    from zerda_eval.analysis.compare import CompareSpec
+    from zerda_eval.analysis.settings import AnalysisSettings
+    from zerda_eval.report import plots
+
+    values = {("d", "bm25"): {"q1": 0.5, "q2": 0.5}, ("d", "dense"): {"q1": 0.1, "q2": 0.9}}
+    values |= {("d", f"g[k={k}]"): {"q1": k / 20, "q2": 0.5} for k in range(14)}
+    values |= {("d", "g[tuned]"): {"q1": 0.6, "q2": 0.5}}
+    results, per_query = frames(values)
+    settings = AnalysisSettings(compare=CompareSpec(baseline="bm25"))
+    data = RunData(Path("."), "t", {}, None, results, per_query, settings, ["ndcg@10"])
+    pairs, left_out = plots._paired(data, "d", "ndcg@10")
+    assert [system for system, _ in pairs] == ["dense", "g[k=13]", "g[tuned]"] and left_out == 13
+    small = RunData(Path("."), "t", {}, None, results.iloc[:5], per_query, settings, ["ndcg@10"])
+    assert len(plots._paired(small, "d", "ndcg@10")[0]) == 4 and plots._paired(small, "d", "ndcg@10")[1] == 0
