@@ -122,4 +122,6 @@ def test_timed_searches_run_with_one_thread_per_pool_and_the_result_says_so(tmp_
     for pools in probe.seen:
         assert all(count == 1 for counts in pools.values() for count in counts), pools
     result = json.loads((results.run_dir / "cells" / results.cell_id("probe") / "result.json").read_text())
-    assert result["stats"]["threads"] == {"blas": 1, "openmp": 1, "numba": 1}
+    threads = result["stats"]["threads"]  # torch too when an earlier test of this process loaded it
+    assert {"blas", "openmp", "numba"} <= set(threads) <= {"blas", "openmp", "numba", "torch"}
+    assert set(threads.values()) == {1}

@@ -139,20 +139,22 @@ def query_thread_limits() -> Iterator[dict[str, int]]:
     import numba
     from threadpoolctl import threadpool_limits
 
-    applied = {"blas": QUERY_THREADS, "openmp": QUERY_THREADS, "numba": QUERY_THREADS}
+    applied = {"blas": QUERY_THREADS, "openmp": QUERY_THREADS}
     restore: list[Callable[[], None]] = []
-    with threadpool_limits(limits=QUERY_THREADS):
-        for name, module in (("numba", numba), ("torch", sys.modules.get("torch"))):
-            if module is not None:
-                previous = module.get_num_threads()
-                module.set_num_threads(QUERY_THREADS)
-                restore.append(lambda module=module, previous=previous: module.set_num_threads(previous))
-                applied[name] = QUERY_THREADS
-        try:
+    # numba and torch first: numba's first set_num_threads loads its threading layer (an OpenMP
+    # library, possibly), which threadpoolctl must then see to limit it too.
+    for name, module in (("numba", numba), ("torch", sys.modules.get("torch"))):
+        if module is not None:
+            previous = module.get_num_threads()
+            module.set_num_threads(QUERY_THREADS)
+            restore.append(lambda module=module, previous=previous: module.set_num_threads(previous))
+            applied[name] = QUERY_THREADS
+    try:
+        with threadpool_limits(limits=QUERY_THREADS):
             yield applied
-        finally:
-            for undo in reversed(restore):
-                undo()
+    finally:
+        for undo in reversed(restore):
+            undo()
 
 
 NOT_MEASURED = "not measured"  # how tables print an efficiency figure a cell could not measure (NaN)
