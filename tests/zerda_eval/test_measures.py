@@ -156,6 +156,7 @@ def test_top_doc_ids_equals_ranked_arrays():
         rankings.append(ranking if rng.random() < 0.5 else tie_break(ranking))  # sorted, or not
     for depth in (1, 5, 100):
         assert top_doc_ids(rankings, depth) == [ranked_arrays(r)[0][:depth] for r in rankings]
+    assert top_doc_ids([], 10) == [] and top_doc_ids([[], []], 10) == [[], []]
 
 
 def test_top_doc_ids_rejects_non_finite_scores():

@@ -69,6 +69,8 @@ def top_doc_ids(rankings: Sequence[Sequence[tuple[str, float]]], depth: int) -> 
     lower doc id). Only a ranking that fails the check, or repeats a doc id within its first ``depth``,
     goes through ``ranked_arrays`` (which sorts it, or raises ``RunError``).
     """
+    if not rankings:
+        return []
     lengths = np.fromiter(map(len, rankings), dtype=np.int64, count=len(rankings))
     ends = np.cumsum(lengths)
     scores = np.fromiter(chain.from_iterable(map(itemgetter(1), r) for r in rankings), np.float64, int(ends[-1]))
