@@ -16,6 +16,8 @@ import numpy as np
 BACKENDS = ("auto", "numpy", "faiss")
 # The numpy backend scores queries in batches of at most this many float32 cells (64 MB).
 MAX_BATCH_CELLS = 1 << 24
+# ``top_k_rows``: a row with more than this many times k candidates is selected by ``argpartition``.
+CROWDED_FACTOR = 8
 
 
 def normalize_rows(vectors: np.ndarray) -> np.ndarray:
@@ -28,13 +30,41 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
 def top_k_rows(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Top ``k`` of every row of a dense score matrix: ``(indices, scores)``, best first, ties by lower index.
 
-    ``argpartition`` finds k candidates per row; a row where more cells tie with its k-th score than
-    the partition kept is redone exactly, so every row equals ``heapq.nlargest`` on it.
+    Every row equals ``heapq.nlargest`` on it. Split a row's first columns into ``k`` blocks: each
+    block's maximum is a different cell, so at least ``k`` cells reach the smallest of those maxima,
+    and the row's top ``k`` are among the cells at or above it. Those few candidates are found with
+    one comparison over the matrix and sorted (score desc, index asc), exactly; this is several times
+    faster than ``argpartition`` over whole rows. A row with too many candidates (a flat row, e.g. a
+    zero query) takes the ``argpartition`` path instead.
     """
     n_rows, n_cols = scores.shape
     k = max(0, min(k, n_cols))
-    if k == 0:
-        return np.empty((n_rows, 0), dtype=np.int64), np.empty((n_rows, 0), dtype=scores.dtype)
+    if k == 0 or n_rows == 0:
+        return np.empty((n_rows, k), dtype=np.int64), np.empty((n_rows, k), dtype=scores.dtype)
+    width = n_cols // k
+    threshold = scores[:, : k * width].reshape(n_rows, k, width).max(axis=2).min(axis=1, keepdims=True)
+    rows, cols = np.nonzero(scores >= threshold)
+    counts = np.bincount(rows, minlength=n_rows)
+    crowded = counts > CROWDED_FACTOR * k
+    if crowded.any():
+        kept = ~crowded[rows]
+        rows, cols, counts = rows[kept], cols[kept], np.where(crowded, 0, counts)
+    values = scores[rows, cols]
+    order = np.lexsort((cols, -values, rows))  # rows grouped, each best first, ties by lower index
+    fast = np.flatnonzero(~crowded)
+    take = (np.cumsum(counts) - counts)[fast, None] + np.arange(k)
+    indices = np.empty((n_rows, k), dtype=np.int64)
+    top = np.empty((n_rows, k), dtype=scores.dtype)
+    indices[fast], top[fast] = cols[order[take]], values[order[take]]
+    if crowded.any():
+        indices[crowded], top[crowded] = _top_k_partition(scores[crowded], k)
+    return indices, top
+
+
+def _top_k_partition(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``top_k_rows`` by ``argpartition`` (k candidates per row; a row with more cells tied at its k-th
+    score than the partition kept is redone exactly)."""
+    n_rows, n_cols = scores.shape
     if k < n_cols:
         candidates = np.argpartition(scores, n_cols - k, axis=1)[:, n_cols - k :]
     else:
@@ -94,14 +124,22 @@ class DenseIndex:
         return self._faiss_index.ntotal if self._faiss_index is not None else len(self.vectors)
 
     def add(self, vectors: np.ndarray) -> None:
-        """Append rows (normalised here); their indices continue after the existing ones."""
-        vectors = normalize_rows(vectors)
-        if vectors.shape[1] != self.dim:
-            raise ValueError(f"DenseIndex holds {self.dim}-dimensional vectors, got {vectors.shape[1]}")
+        """Append rows (normalised here); their indices continue after the existing ones.
+
+        FAISS gets the rows as given (its one copy) and they are normalised inside its storage, in
+        place (``faiss.normalize_L2``: zero rows stay zero), so a build makes no second copy of them.
+        """
+        rows = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+        if rows.shape[1] != self.dim:
+            raise ValueError(f"DenseIndex holds {self.dim}-dimensional vectors, got {rows.shape[1]}")
         if self._faiss_index is not None:
-            self._faiss_index.add(vectors)  # FAISS copies the rows; our normalised copy is dropped
+            faiss, start = _import_faiss(), self._faiss_index.ntotal
+            self._faiss_index.add(np.ascontiguousarray(rows))
+            stored = faiss.rev_swig_ptr(self._faiss_index.get_xb(), self._faiss_index.ntotal * self.dim)
+            faiss.normalize_L2(stored.reshape(-1, self.dim)[start:])
         else:
-            self.vectors = np.concatenate([self.vectors, vectors]) if len(self.vectors) else vectors
+            rows = normalize_rows(rows)
+            self.vectors = np.concatenate([self.vectors, rows]) if len(self.vectors) else rows
 
     def search(self, query_vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` rows per query by cosine: ``(indices int64, scores float32)``, shape (m, min(k, n))."""

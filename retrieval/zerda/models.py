@@ -23,16 +23,6 @@ class ChunkMetadata:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
-class DocumentChunk:
-    """A piece of a document as zerda's chunkers produce it."""
-
-    text: str
-    doc_id: str = ""
-    chunk_id: str = ""
-    metadata: ChunkMetadata = field(default_factory=ChunkMetadata)
-
-
 def chunk_metadata_dict(metadata: Any) -> dict[str, Any]:
     """Chunk metadata as a dict: a dict as is, a dataclass instance via ``asdict``, anything else ``{}``."""
     if isinstance(metadata, dict):
@@ -58,6 +48,24 @@ def content_hash(text: str) -> str:
     Memoised: the hybrid merge asks for the same chunk's hash once per branch and query.
     """
     return hashlib.sha256(" ".join(text.lower().split()).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class DocumentChunk:
+    """A piece of a document as zerda's chunkers produce it.
+
+    Frozen, so its ``content_hash`` (the hybrid merge key) is computed once, when the chunk is made,
+    and can never go stale; it takes no part in equality (it follows from ``text``).
+    """
+
+    text: str
+    doc_id: str = ""
+    chunk_id: str = ""
+    metadata: ChunkMetadata = field(default_factory=ChunkMetadata)
+    content_hash: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "content_hash", content_hash(chunk_text(self)))
 
 
 @dataclass
@@ -91,4 +99,9 @@ class ScoredChunk:
 
     @property
     def content_hash(self) -> str:
-        return content_hash(self.text)
+        """The chunk's merge key: a ``DocumentChunk`` carries it (computed once); any other chunk, which
+        may be mutable, is hashed from its current text (memoised by text), so a stale hash is impossible."""
+        chunk = self.chunk
+        if type(chunk) is DocumentChunk:
+            return chunk.content_hash
+        return content_hash(chunk_text(chunk))

@@ -143,18 +143,9 @@ def experiment_factory(tiny_beir):
 
 @pytest.fixture(scope="module")
 def local_executor():
-    """A LocalCluster of 2 worker processes; each starts compiling ranx's kernels (~20 s of numba per
-    process) at once, so that overlaps the test's serial reference run instead of following it."""
-    from zerda_eval.evaluation.measures import warm_up_ranx
-
+    """A LocalCluster of 2 worker processes."""
     with open_executor("local:2") as executor:
-        client = executor.client
-        warming = [  # held until the end: a released future's task may be dropped before it runs
-            client.submit(warm_up_ranx, key=f"warm-up-{worker}", workers=[worker], pure=False)
-            for worker in client.scheduler_info()["workers"]
-        ]
         yield executor
-        del warming
 
 
 def _cell_files(output_dir: Path) -> dict[str, dict[str, bytes]]:

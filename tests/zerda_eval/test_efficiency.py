@@ -122,3 +122,42 @@ def test_the_reranker_encodes_each_search_s_query_once(monkeypatch) -> None:
     system.search({"q1": "rank fusion of term frequency lists"}, 3)  # three candidates from BM25
     system.search({"q1": "rank fusion of term frequency lists"}, 3)
     assert encoded == ["rank fusion of term frequency lists"] * 2
+
+
+class ThreadProbe:
+    """A toy system that records, inside each search, the thread counts of every pool it can see."""
+
+    version = "1"
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, list[int]]] = []
+
+    def search(self, query_text: str, k: int) -> list[tuple[str, float]]:
+        import numba
+        from threadpoolctl import threadpool_info
+
+        pools: dict[str, list[int]] = {"numba": [numba.get_num_threads()]}
+        for pool in threadpool_info():
+            pools.setdefault(pool["user_api"], []).append(pool["num_threads"])
+        self.seen.append(pools)
+        return [(doc_id, 1.0 / (i + 1)) for i, doc_id in enumerate(DOCS)][:k]
+
+
+def test_timed_searches_run_with_one_thread_per_pool_and_the_result_says_so(tmp_path):
+    import tomllib
+
+    from zerda_eval import Experiment
+
+    data = write_trec_folder(tmp_path / "data", DOCS, QUERIES, [("q1", "d1", 1), ("q2", "d3", 1), ("q3", "d2", 1)])
+    mapping = tomllib.loads(experiment_header(tmp_path, "threads"))
+    mapping["datasets"] = [{"name": "tiny", "path": str(data), "format": "trec"}]
+    probe = ThreadProbe()
+    results = Experiment.from_dict(mapping, systems={"probe": probe}).run(progress=False)
+    assert len(probe.seen) == len(QUERIES) + 1  # the untimed warm-up query, then each query timed
+    assert "blas" in probe.seen[0]  # numpy's BLAS is loaded: the check below is not vacuous
+    for pools in probe.seen:
+        assert all(count == 1 for counts in pools.values() for count in counts), pools
+    result = json.loads((results.run_dir / "cells" / results.cell_id("probe") / "result.json").read_text())
+    threads = result["stats"]["threads"]  # torch too when an earlier test of this process loaded it
+    assert {"blas", "openmp", "numba"} <= set(threads) <= {"blas", "openmp", "numba", "torch"}
+    assert set(threads.values()) == {1}

@@ -175,3 +175,26 @@ def test_sigkill_mid_grid_then_resume_equals_an_uninterrupted_run(tmp_path):
         "precision@5",
     ]
     pd.testing.assert_frame_equal(tables[0][columns], tables[1][columns])
+
+
+RERUN = """
+import json, sys
+from zerda_eval.execution.runner import run_experiment
+from zerda_eval.spec.experiment import load_experiment
+reused = []
+run_experiment(load_experiment(sys.argv[1]), progress=False, on_cell=lambda r: reused.append(r.reused))
+loaded = [m for m in ("ranx", "zerda_eval.evaluation.kernel") if m in sys.modules]
+print(json.dumps({"reused": reused, "loaded": loaded}))
+"""
+
+
+@pytest.mark.slow
+def test_a_fully_cached_rerun_loads_no_evaluation_code(tmp_path):
+    """A rerun that reuses every cell evaluates nothing: neither ranx nor the measure kernel is loaded."""
+    path = make_experiment(tmp_path)
+    run_experiment(load_experiment(path), progress=False)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", RERUN, str(path)], env=env, capture_output=True, text=True, check=True)
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    assert outcome["reused"] and all(outcome["reused"])
+    assert outcome["loaded"] == []

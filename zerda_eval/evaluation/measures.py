@@ -1,95 +1,83 @@
-"""Effectiveness through ranx, on runs in the one tie-break order (``evaluation.ranking``).
+"""Effectiveness measures on runs in the one tie-break order (``evaluation.ranking``), computed as trec_eval does.
 
-Effectiveness: ranx's ``Qrels`` / ``Run`` / ``evaluate``. ranx and trec_eval order tied scores
-differently (trec_eval: score desc, then doc id desc; ranx: whatever its sort yields), which moved
-MAP@100 by up to 2e-3 on the small Arabic sets. So every run is first put in ONE order
-(``TIE_BREAK``: score descending, then doc id ascending) and its scores replaced by strictly
-decreasing rank scores; after that every tool sees the same ranking and the numbers agree to 1e-12.
+ranx and trec_eval order tied scores differently (trec_eval: score desc, then doc id desc; ranx:
+whatever its sort yields), which moved MAP@100 by up to 2e-3 on the small Arabic sets. So every run
+is first put in ONE order (``TIE_BREAK``: score descending, then doc id ascending); the measures are
+then computed on that ranking by one compiled kernel (``evaluation.kernel``) that follows trec_eval's
+arithmetic, and equal pytrec_eval's values on the same ranking to 1e-12. Measure names are ranx's
+(``ndcg@10``, ``mrr@10``, ``recall@100``, ``map@100``, ``precision@10``).
 
 Queries: the mean is over ALL judged queries. A judged query the system returned nothing for scores
-0 on every measure (ranx cannot hold an empty result list, ranx #51/#67, so it is scored outside ranx).
+0 on every measure.
 """
 
 from __future__ import annotations
 
 import re
-import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
 
-from zerda_eval.evaluation.ranking import Run, ranked_arrays, tie_break
+from zerda_eval.evaluation.ranking import Run, tie_break, top_doc_ids
 
-MEASURE_FAMILIES = ("ndcg", "mrr", "recall", "map", "precision")
+MEASURE_FAMILIES = ("ndcg", "mrr", "recall", "map", "precision")  # codes 0..4 of ``evaluation.kernel``
 MEASURE_PATTERN = re.compile(rf"^({'|'.join(MEASURE_FAMILIES)})@([1-9][0-9]*)$")
 DEFAULT_MEASURES = ("ndcg@10", "mrr@10", "recall@100", "map@100", "precision@10")
 ANSWERABLE_PREFIX = "answerable:"
 
 Qrels = Mapping[str, Mapping[str, int]]
 
-_ranx_warmed = False
-
 
 def is_measure(name: str) -> bool:
-    """True for ranx measure names this harness reports: ``family@k`` with k >= 1."""
+    """True for the measure names this harness reports: ``family@k`` with k >= 1."""
     return MEASURE_PATTERN.match(name) is not None
-
-
-def warm_up_ranx() -> None:
-    """Compile ranx's numba kernels and numba's typed list once per process (about 1.5 s when cached on disk)."""
-    global _ranx_warmed
-    if not _ranx_warmed:
-        evaluate_run({"q": [("d1", 2.0), ("d2", 1.0)]}, {"q": {"d1": 1}}, DEFAULT_MEASURES)
-        _ranx_warmed = True
 
 
 def evaluate_run(run: Run, qrels: Qrels, measures: Sequence[str]) -> dict[str, dict[str, float]]:
     """Per-query values ``{measure: {qid: value}}`` for every judged query (tie-break applied here).
 
     Queries in the run but not in the qrels are ignored (they are unjudged); judged queries the run
-    misses or answers with nothing score 0. ranx gets arrays, not ``Run``/``Qrels`` objects built from
-    dicts (that building cost more than the evaluation): per query a ``[doc, score]`` float64 array
-    whose doc column is the number of a judged doc id (its place among the sorted judged ids: exact,
-    no hashing) or a distinct negative number for an unjudged one.
+    misses or answers with nothing score 0. The rankings become flat arrays once (each ranked doc's
+    judged grade, cut at the deepest cutoff, with per-query offsets) and one kernel call computes
+    every measure of every query; numba is imported (and the kernel loaded) only here.
     """
-    from numba.core.errors import NumbaTypeSafetyWarning
-    from numba.typed import List as TypedList
-    from ranx import evaluate
+    from zerda_eval.evaluation import kernel  # a module import: the code fingerprint does not load it either
 
     judged = {qid: docs for qid, docs in qrels.items() if docs}
     values = {measure: dict.fromkeys(judged, 0.0) for measure in measures}
-    judged_numbers = {doc_id: n for n, doc_id in enumerate(sorted({d for docs in judged.values() for d in docs}))}
-    scored, run_arrays, qrels_arrays = [], TypedList(), TypedList()
-    for qid, docs in judged.items():
-        doc_ids, _ = ranked_arrays(run.get(qid, []))
-        if not doc_ids:
-            continue
-        scored.append(qid)
-        rank_scores = np.arange(len(doc_ids), 0, -1.0)  # strictly decreasing: ranx keeps the tie-broken order
-        run_arrays.append(np.column_stack((_doc_numbers(doc_ids, docs, judged_numbers), rank_scores)))
-        by_relevance = sorted(docs.items(), key=lambda item: -item[1])
-        qrels_arrays.append(np.array([(judged_numbers[doc_id], rel) for doc_id, rel in by_relevance], dtype=np.float64))
-    if scored:
-        # ranx 0.3 fails on ONE metric with return_mean=False (it looks the result up by family name): ask twice
-        names = list(measures) * (2 if len(measures) == 1 else 1)
-        with warnings.catch_warnings():  # ranx's kernels warn about a uint64 index cast when compiled; harmless
-            warnings.simplefilter("ignore", NumbaTypeSafetyWarning)
-            per_measure = evaluate(qrels_arrays, run_arrays, names, return_mean=False, threads=1)
-        for measure in measures:
-            values[measure].update(zip(scored, per_measure[measure].tolist(), strict=True))
+    scored = [qid for qid in judged if run.get(qid)]
+    if not scored or not measures:
+        return values
+    parsed = [MEASURE_PATTERN.match(measure) for measure in measures]
+    if not all(parsed):
+        bad = next(m for m, p in zip(measures, parsed, strict=True) if p is None)
+        raise ValueError(f"unknown measure {bad!r}: expected one of {MEASURE_FAMILIES} as family@k, e.g. ndcg@10")
+    families = np.array([MEASURE_FAMILIES.index(p.group(1)) for p in parsed], dtype=np.int64)
+    cutoffs = np.array([int(p.group(2)) for p in parsed], dtype=np.int64)
+    depth = int(cutoffs.max())
+    ranked = top_doc_ids([run[qid] for qid in scored], depth)
+    offsets = _offsets(map(len, ranked), len(scored))
+    gains = np.fromiter(
+        chain.from_iterable(map(judged[qid].get, docs, repeat(0)) for qid, docs in zip(scored, ranked, strict=True)),
+        dtype=np.float64,
+        count=int(offsets[-1]),
+    )
+    ideal = [sorted((grade for grade in judged[qid].values() if grade > 0), reverse=True) for qid in scored]
+    ideal_offsets = _offsets(map(len, ideal), len(scored))
+    best = np.fromiter(chain.from_iterable(ideal), dtype=np.float64, count=int(ideal_offsets[-1]))
+    table = kernel.measure_kernel(gains, offsets, best, ideal_offsets, families, cutoffs)
+    for measure, row in zip(measures, table.tolist(), strict=True):
+        values[measure].update(zip(scored, row, strict=True))
     return values
 
 
-def _doc_numbers(ranked: list[str], judged: Iterable[str], judged_numbers: Mapping[str, int]) -> np.ndarray:
-    """Float doc numbers for ranx: a judged doc's number, else ``-1 - position`` (unique, never judged).
-
-    Looks the few judged docs up in the ranking rather than every ranked doc up in the judgements.
-    """
-    numbers = -1.0 - np.arange(len(ranked), dtype=np.float64)
-    for doc_id in set(ranked).intersection(judged):
-        numbers[ranked.index(doc_id)] = judged_numbers[doc_id]
-    return numbers
+def _offsets(lengths: Any, n: int) -> np.ndarray:
+    """``[0, l0, l0 + l1, ...]`` (int64) of ``n`` lengths: where each query's slice of a flat array starts."""
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(lengths, dtype=np.int64, count=n), out=offsets[1:])
+    return offsets
 
 
 def evaluate_collection(

@@ -9,6 +9,7 @@ doc id ascending): ranx and trec_eval break tied scores differently, which moved
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from operator import itemgetter
 
 import numpy as np
@@ -58,6 +59,39 @@ def ranked_arrays(results: Sequence[tuple[str, float]]) -> tuple[list[str], np.n
         keep = [i for i, doc_id in enumerate(ranked) if not (doc_id in seen or seen.add(doc_id))]
         ranked, scores = [ranked[i] for i in keep], scores[keep]
     return ranked, scores
+
+
+def top_doc_ids(rankings: Sequence[Sequence[tuple[str, float]]], depth: int) -> list[list[str]]:
+    """Each ranking's first ``depth`` doc ids in ``TIE_BREAK`` order: ``ranked_arrays(r)[0][:depth]`` for all at once.
+
+    Rankings the runner hands over are in that order already; that is checked on one flat array of
+    every score rather than per ranking (finite scores, each above the next, or equal to it with a
+    lower doc id). Only a ranking that fails the check, or repeats a doc id within its first ``depth``,
+    goes through ``ranked_arrays`` (which sorts it, or raises ``RunError``).
+    """
+    if not rankings:
+        return []
+    lengths = np.fromiter(map(len, rankings), dtype=np.int64, count=len(rankings))
+    ends = np.cumsum(lengths)
+    scores = np.fromiter(chain.from_iterable(map(itemgetter(1), r) for r in rankings), np.float64, int(ends[-1]))
+    starts = ends - lengths
+    ordered = np.ones(scores.size, dtype=bool)  # per position: finite, and before the next doc in TIE_BREAK order
+    ordered[:-1] = scores[:-1] > scores[1:]
+    tied = np.flatnonzero(scores[:-1] == scores[1:])
+    doc_ids = list(chain.from_iterable(map(itemgetter(0), r) for r in rankings))
+    if tied.size:  # equal scores: the lower doc id must come first
+        ordered[tied] = [doc_ids[i] < doc_ids[i + 1] for i in tied.tolist()]
+    filled = lengths > 0
+    ordered[ends[filled] - 1] = True
+    ordered &= np.isfinite(scores)
+    clean = np.ones(len(rankings), dtype=bool)
+    if filled.any():
+        clean[filled] = np.logical_and.reduceat(ordered, starts[filled])
+    top = []
+    for ranking, start, fast in zip(rankings, starts.tolist(), clean.tolist(), strict=True):
+        head = doc_ids[start : start + min(depth, len(ranking))]
+        top.append(head if fast and len(set(head)) == len(head) else ranked_arrays(ranking)[0][:depth])
+    return top
 
 
 def sort_ranking(scored: Iterable[tuple[str, float]], top_k: int | None = None) -> Ranking:

@@ -7,8 +7,9 @@ or Ctrl-C, repairs a damaged run directory, and lets a scheduler (Dask) or concu
 cells anywhere that shares the output directory (one process per cell at a time: ``cell_lock``).
 
 Latency: each query is searched alone and timed with ``time.perf_counter`` after one untimed warm-up
-query (first-call costs: caches, lazy imports, numba kernels). A fusion cell's latency and index time
-include its inputs' (``evaluation.efficiency.Efficiency``), read from their ``result.json``
+query (first-call costs: caches, lazy imports, numba kernels), with one thread per pool
+(``evaluation.efficiency.query_thread_limits``, recorded in ``stats["threads"]``). A fusion cell's
+latency and index time include its inputs' (``evaluation.efficiency.Efficiency``), read from their ``result.json``
 (``stats["latency_ms"]``). A system that times nothing of its own (a run file) has no latency:
 its efficiency figures, and those of every fusion over it, are "not measured" (NaN). A tuned cell
 (``execution.tuning``) assembles its run from the grid cells it chose.
@@ -27,7 +28,15 @@ from typing import Any
 from tqdm import tqdm
 
 from zerda_eval.errors import DatasetError, RunError, ZerdaEvalWarning
-from zerda_eval.evaluation.efficiency import BUILD_COLUMN, Efficiency, RssWindow, as_json, figure, not_measured
+from zerda_eval.evaluation.efficiency import (
+    BUILD_COLUMN,
+    Efficiency,
+    RssWindow,
+    as_json,
+    figure,
+    not_measured,
+    query_thread_limits,
+)
 from zerda_eval.evaluation.measures import evaluate_collection
 from zerda_eval.evaluation.ranking import Run, tie_break
 from zerda_eval.execution.tuning import tuned_run
@@ -193,18 +202,20 @@ def _search(
     if not system.timed:  # a run file: its rankings were computed elsewhere, their cost is unknown
         run = system.search(queries, depth)
         return run, not_measured(), {**system.stats, LATENCY_KEY: None}
-    if queries:
-        first = next(iter(queries))
-        system.search({first: queries[first]}, depth)  # warm-up, not timed
     run, latencies = {}, {}
-    for qid, text in tqdm(queries.items(), desc=cell.label, unit="q", leave=False, disable=not progress):
-        start = time.perf_counter()
-        run.update(system.search({qid: text}, depth))
-        latencies[qid] = time.perf_counter() - start
+    with query_thread_limits() as threads:
+        if queries:
+            first = next(iter(queries))
+            system.search({first: queries[first]}, depth)  # warm-up, not timed
+        for qid, text in tqdm(queries.items(), desc=cell.label, unit="q", leave=False, disable=not progress):
+            start = time.perf_counter()
+            run.update(system.search({qid: text}, depth))
+            latencies[qid] = time.perf_counter() - start
     efficiency = Efficiency.from_timings(index_time, list(latencies.values()), memory.peak_mb())
     stats = {
         **system.stats,
         "peak_rss_scope": memory.scope,
+        "threads": threads,
         LATENCY_KEY: {qid: seconds * 1000.0 for qid, seconds in latencies.items()},
     }
     if collection.options.get("ignore_identical_ids") and collection.self_judged_pairs:

@@ -16,7 +16,6 @@ import pandas as pd
 from tqdm import tqdm
 
 from zerda_eval.evaluation.efficiency import EFFICIENCY_COLUMNS, figure
-from zerda_eval.evaluation.measures import warm_up_ranx
 from zerda_eval.execution.cell import CellResult, check_collections, run_cell
 from zerda_eval.execution.executors import Executor, run_serially
 from zerda_eval.hashing import canonical_json
@@ -48,7 +47,6 @@ def run_experiment(
     every_id = [cell.cell_id for cell in experiment.every_cell]
     write_experiment_json(output_dir, experiment.config_hash, experiment.resolved, every_id)
     check_collections(experiment.cells)
-    warm_up_ranx()
     executor = executor or run_serially
     task = partial(
         run_cell,

@@ -72,6 +72,21 @@ def test_top_k_rows_breaks_ties_at_the_cut_by_lower_index() -> None:
     assert values.tolist() == [[0.9, 0.9, 0.5], [0.0, 0.0, 0.0]]
 
 
+@pytest.mark.parametrize("distinct", [3, 40, None])  # heavy ties (crowded rows), some ties, continuous
+@pytest.mark.parametrize("k", [1, 7, 64, 500])
+def test_top_k_rows_equals_heapq_nlargest_per_row(distinct: int | None, k: int) -> None:
+    rng = np.random.default_rng(k)
+    shape = (50, 500)
+    scores = rng.random(shape) if distinct is None else rng.integers(0, distinct, size=shape) / distinct
+    scores = scores.astype(np.float32)
+    scores[7] = 0.0  # a flat row
+    indices, values = top_k_rows(scores, k)
+    for row in range(shape[0]):
+        best = heapq.nlargest(k, range(shape[1]), key=scores[row].__getitem__)
+        assert indices[row].tolist() == best, row
+        assert values[row].tolist() == scores[row, best].tolist()
+
+
 @needs_faiss
 def test_auto_uses_faiss_when_installed(vectors) -> None:
     assert DenseIndex(vectors[0]).backend == "faiss"

@@ -95,3 +95,24 @@ def test_chunk_metadata_dict_shapes():
     assert chunk_metadata_dict(Meta) == {}  # a dataclass *type* is not metadata
     assert chunk_metadata_dict(None) == {}
     assert chunk_metadata_dict([("a", 1)]) == {}
+
+
+def test_a_document_chunk_is_frozen_so_its_hash_cannot_go_stale():
+    from dataclasses import FrozenInstanceError
+
+    chunk = DocumentChunk(text="Hello   World", doc_id="d1")
+    expected = hashlib.sha256(b"hello world").hexdigest()
+    assert ScoredChunk(chunk).content_hash == chunk.content_hash == expected
+    with pytest.raises(FrozenInstanceError):
+        chunk.text = "something else"  # type: ignore[misc]
+    # Equality is still by content; the hash is derived from it and takes no part.
+    assert chunk == DocumentChunk(text="Hello   World", doc_id="d1")
+    assert chunk != DocumentChunk(text="Hello World", doc_id="d1")
+
+
+def test_a_mutable_chunk_changed_after_hashing_gets_its_new_hash():
+    chunk = SimpleNamespace(page_content="first text", id="d1", metadata={})
+    scored = ScoredChunk(chunk)
+    assert scored.content_hash == hashlib.sha256(b"first text").hexdigest()
+    chunk.page_content = "Second  TEXT"
+    assert scored.content_hash == hashlib.sha256(b"second text").hexdigest()
