@@ -1,10 +1,12 @@
 """The quickstart grid end to end: wall time and peak RSS of `zerda-eval run experiments/quickstart.toml`.
 
-Two runs in fresh subprocesses, each in its own empty working directory (so no run, report or
-embedding cache is reused): the first as on a new machine (numba/ranx caches as they are), the second
-with `--force` after it (warm: kernels compiled, ir_datasets cache seeded). Issue targets: first run
-< 120 s, warm rerun < 45 s. Peak RSS is the child's `ru_maxrss`. Nothing is asserted: the figures
-are printed and kept in pytest-benchmark's JSON.
+Three runs in fresh subprocesses in one empty working directory: the first as on a new machine (no
+run, report or stored corpus vectors: every corpus is encoded by its neural model), then a warm rerun
+with the run directory removed (every cell recomputed, corpus vectors read from the store, kernels
+compiled, ir_datasets cache seeded), then a fully cached rerun (nothing recomputed). Issue 20's targets:
+the first command under 10 minutes on 2 cores including the install (timed here without it), a warm
+rerun under 30 s. Peak RSS is the children's `ru_maxrss`. Nothing is asserted: the figures are printed
+and kept in pytest-benchmark's JSON.
 """
 
 from __future__ import annotations
@@ -39,11 +41,16 @@ def _run_quickstart(workdir: Path, *extra: str) -> tuple[float, float]:
 def test_quickstart_end_to_end(benchmark, tmp_path):
     benchmark.group = "quickstart end to end"
     first_wall, first_rss = _run_quickstart(tmp_path)
-    warm = benchmark.pedantic(_run_quickstart, args=(tmp_path, "--force"), rounds=1, iterations=1)
+    shutil.rmtree(tmp_path / "runs")
+    warm = benchmark.pedantic(_run_quickstart, args=(tmp_path,), rounds=1, iterations=1)
+    cached, _ = _run_quickstart(tmp_path)
     benchmark.extra_info.update(
-        first_run_s=round(first_wall, 1), first_peak_rss_mb=round(first_rss), warm_force_s=round(warm[0], 1)
+        first_run_s=round(first_wall, 1),
+        first_peak_rss_mb=round(first_rss),
+        warm_s=round(warm[0], 1),
+        cached_s=round(cached, 1),
     )
     print(
-        f"\nquickstart: first run {first_wall:.1f} s (target < 120 s), peak RSS {first_rss:.0f} MB; "
-        f"warm --force rerun {warm[0]:.1f} s (target < 45 s)"
+        f"\nquickstart: first run {first_wall:.1f} s (target with the install < 600 s), peak RSS {first_rss:.0f} MB; "
+        f"warm rerun (cells recomputed, vectors stored) {warm[0]:.1f} s (target < 30 s); fully cached {cached:.1f} s"
     )
