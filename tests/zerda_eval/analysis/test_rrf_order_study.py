@@ -98,7 +98,11 @@ def test_tuned_pair_is_reported_on_its_own_and_not_pooled(tmp_path):
 
     assert set(study.pairs["setting"]) == {"w=1", "w=2", "tuned=5-fold"}
     headline = study.datasets.iloc[0]
-    assert headline["settings"] == 2  # the grid's two pairs only
+    assert headline["settings"] == 2  # the grid's two pairs only, in every per-dataset figure
+    assert headline["significant_settings"] <= 2
+    grid = study.pairs[(study.pairs["measure"] == "ndcg@10") & (study.pairs["setting"] != "tuned=5-fold")]
+    assert headline["top_changed_share"] == pytest.approx(grid["top_changed_share"].mean())
+    assert headline["kendall_tau"] == pytest.approx(grid["kendall_tau"].mean())
     assert headline["delta"] == pytest.approx(np.mean([(0.1 + 0.0) / 2, (0.0 + 0.1) / 2, (0.2 + 0.0) / 2]))
     row = study.tuned.iloc[0]
     assert (row["dataset"], row["mean_baseline"], row["mean_system"]) == (

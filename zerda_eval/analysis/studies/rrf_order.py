@@ -167,6 +167,7 @@ def compute(settings: Settings, finished: FinishedRun) -> StudyData | None:
         mean_delta = pd.concat(series, axis=1).fillna(0.0).mean(axis=1)
         aligned = sig.Aligned(list(mean_delta.index), np.zeros(len(mean_delta)), mean_delta.to_numpy(), 0, 0)
         primary = table[(table["dataset"] == dataset) & (table["measure"] == measures[0])]
+        primary = primary[primary["setting"].map(is_tuned) == bool(tuned_pair.all())]  # the pooled pairs only
         datasets.append(
             {
                 "dataset": dataset,
