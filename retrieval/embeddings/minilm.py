@@ -24,7 +24,7 @@ from retrieval.embeddings.base import (
     check_positive_int,
     first_line,
 )
-from retrieval.embeddings.batching import encode_in_chunks
+from retrieval.embeddings.batching import encode_in_chunks, in_chunks
 from retrieval.embeddings.packaged import file_sha256, import_neural, package_file, unpacked_zip
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -88,22 +88,16 @@ class MiniLMEmbedder(BaseEmbedder):
 
         sentence-transformers' own ``output_value="token_embeddings"`` (the rows its mean pooling averages:
         [CLS] and [SEP] included, padding removed, at most ``max_seq_length`` tokens), each row L2-normalised
-        so that a dot product is a cosine. A tqdm bar shows the texts done when there is more than one chunk.
+        so that a dot product is a cosine; a progress bar on long lists (``batching.in_chunks``).
         """
-        from tqdm.auto import tqdm
-
         out: list[np.ndarray] = []
-        quiet = not self.progress or len(texts) <= ST_CHUNK
-        with tqdm(total=len(texts), desc="minilm tokens", unit="text", disable=quiet) as bar:
-            for start in range(0, len(texts), ST_CHUNK):
-                block = list(texts[start : start + ST_CHUNK])
-                rows = self._model.encode(
-                    block,
-                    batch_size=self.batch_size,
-                    output_value="token_embeddings",
-                    convert_to_numpy=False,
-                    show_progress_bar=False,
-                )
-                out += [normalize_rows(np.asarray(r.float().cpu().numpy(), dtype=np.float32)) for r in rows]
-                bar.update(len(block))
+        for block in in_chunks(texts, ST_CHUNK, "minilm tokens", self.progress):
+            rows = self._model.encode(
+                block,
+                batch_size=self.batch_size,
+                output_value="token_embeddings",
+                convert_to_numpy=False,
+                show_progress_bar=False,
+            )
+            out += [normalize_rows(np.asarray(r.float().cpu().numpy(), dtype=np.float32)) for r in rows]
         return out

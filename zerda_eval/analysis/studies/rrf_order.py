@@ -142,8 +142,8 @@ def compute(settings: Settings, finished: FinishedRun) -> StudyData | None:
     lookup = index_per_query(per_query)
     rows, deltas_by_dataset = [], {}
     # Per dataset, the grid's pairs are pooled; the tuned pair (made of grid points) is reported on its own.
-    tuned_pair = pairs["setting"].map(is_tuned)
-    pooled = tuned_pair if tuned_pair.all() else ~tuned_pair
+    tuned_settings = pairs["setting"].map(is_tuned)
+    pooled_settings = set(pairs["setting"][tuned_settings if tuned_settings.all() else ~tuned_settings])
     for _, pair in pairs.iterrows():
         documented = read_cell_run(finished.run_dir, pair[AS_DOCUMENTED])
         fixed = read_cell_run(finished.run_dir, pair[FIXED])
@@ -152,7 +152,7 @@ def compute(settings: Settings, finished: FinishedRun) -> StudyData | None:
             if (pair[AS_DOCUMENTED], measure) not in lookup:  # not measured on this dataset
                 continue
             aligned = sig.align(lookup.get((pair[AS_DOCUMENTED], measure), {}), lookup.get((pair[FIXED], measure), {}))
-            if measure == measures[0] and pooled[pair.name]:
+            if measure == measures[0] and pair["setting"] in pooled_settings:
                 deltas_by_dataset.setdefault(pair["dataset"], []).append(
                     pd.Series(aligned.delta, index=aligned.query_ids)
                 )
@@ -166,8 +166,9 @@ def compute(settings: Settings, finished: FinishedRun) -> StudyData | None:
     for dataset, series in deltas_by_dataset.items():
         mean_delta = pd.concat(series, axis=1).fillna(0.0).mean(axis=1)
         aligned = sig.Aligned(list(mean_delta.index), np.zeros(len(mean_delta)), mean_delta.to_numpy(), 0, 0)
-        primary = table[(table["dataset"] == dataset) & (table["measure"] == measures[0])]
-        primary = primary[primary["setting"].map(is_tuned) == bool(tuned_pair.all())]  # the pooled pairs only
+        primary = table[
+            (table["dataset"] == dataset) & (table["measure"] == measures[0]) & table["setting"].isin(pooled_settings)
+        ]
         datasets.append(
             {
                 "dataset": dataset,
