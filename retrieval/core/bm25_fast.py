@@ -1,42 +1,60 @@
-"""BM25 on a sparse matrix: the same numbers as ``BM25Index``, scored for a batch of queries at once.
+"""BM25 on compact posting lists with exact top-k pruning: the same numbers as ``BM25Index``, fast.
 
-``fit`` precomputes every (term, document) weight of the seed-000 formula once (eager scoring, as
-bm25s does), with the same float64 operations in the same order as ``BM25Index.scores``, so each
-weight is bit-identical to the reference's. ``scores`` sums a query's weight rows with a sparse
-product; ``top_k_batch`` runs a compiled kernel (numba, parallel over queries) that walks the posting
-lists of each query's terms and keeps the k best documents in a heap, so no dense score matrix is
-built. A query word repeated ``c`` times adds ``c`` times its weight, as the reference adds it
-``c`` times (issue 18.1: the seed's "Q = number of unique query terms" is a complexity remark). Terms
-are summed in vocabulary order rather than query order, which moves a score by at most a few ulps
-(tests check 1e-9 and identical rankings).
+The index keeps, per term, its documents (int32, ascending) and term frequencies (the smallest unsigned
+type that holds the corpus's largest, usually one byte), plus one float64 per term (idf, and the
+term's largest weight) and per document (its length norm ``k1 * (1 - b + b * |d| / avgdl)``): about 5
+bytes per posting, where a float64 weight matrix takes 12. A weight is computed when it is read, with
+the float64 operations of ``BM25Index.fit`` in the same order (``idf * tf * (k1 + 1) / (tf + norm)``),
+so each one is bit-identical to the reference's.
 
-``save`` writes the CSR arrays as ``.npy`` so ``SparseBM25.load(dir, mmap=True)`` can serve corpora
-larger than memory from the page cache.
+A query is scored term at a time, highest upper bound (``count * largest weight``) first. Once at least
+``k`` documents have a partial score and the upper bounds of the terms left sum to less than the k-th
+best partial score, no unseen document can reach the top k (MaxScore's argument, as in Lucene and PISA):
+the remaining, frequent terms are then only looked up (binary search in their posting lists) for the
+documents that can still make it, instead of walking postings that cover most of the corpus. The top k
+is exact: a document's score is the same sum in the same term order whether or not pruning happened, and
+the bounds carry a relative slack of 1e-12 against rounding. A query word repeated ``c`` times adds
+``c`` times its weight (issue 18.1: the seed's "Q = number of unique query terms" is a complexity
+remark). Summing in bound order rather than query order moves a score by at most a few ulps (tests:
+1e-9 and identical rankings, ties by lower doc index, on the six bundled datasets).
+
+``fit`` streams the corpus in chunks (never more than one chunk's tokens, plus the finished postings, in
+memory); ``save`` writes ``.npy`` arrays that ``SparseBM25.load(dir, mmap=True)`` serves from the page
+cache.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numba
 import numpy as np
-import scipy.sparse as sp
 
 from retrieval.core.bm25 import DEFAULT_B, DEFAULT_K1, bm25_idf, validate_bm25_params
 
-_ARRAYS = ("data", "indices", "indptr")
-# Terms in at least this share of documents also get a dense weight row, within a budget of cells.
+ARRAYS = ("indptr", "doc_ids", "tfs", "idf", "norm", "upper")
+CHUNK_TOKENS = 1 << 22  # tokens per indexing chunk (16 MB of int32 ids)
+# Relative slack on every pruning bound: a float sum of at most a few hundred terms rounds by far less.
+SLACK = 1e-12
+# Score the best k in full before walking a list longer than this many times the lookups that takes.
+LOOKAHEAD = 16
+# Queries whose lists hold fewer postings than this are scored exhaustively: pruning would not pay.
+PRUNE_MIN_POSTINGS = 50_000
+# Indexes up to this many postings keep their weights in memory (8 bytes each; not saved), and the rows of
+# terms in at least a quarter of the documents densely, within MAX_DENSE_CELLS float64 cells.
+MATERIALISE_MAX_POSTINGS = 1 << 23
 DENSE_MIN_DF_SHARE = 0.25
-MAX_DENSE_CELLS = 1 << 25  # 256 MB of float64
+MAX_DENSE_CELLS = 1 << 22
 
 
-# The kernel of ``top_k_batch``, per query: add each term's posting weights into a dense score row
-# (frequent terms, df >= N / 4, have their weights stored densely too, as adding 0.0 changes nothing),
-# then scan the row in document order keeping the k best in a heap whose root is the worst kept
-# (lowest score, then highest doc index), so ties go to the lower index as with ``heapq.nlargest``.
+@numba.njit(cache=True, inline="always")
+def _weight(idf, tf, k1_plus_1, norm):  # type: ignore[no-untyped-def]
+    return idf * tf * k1_plus_1 / (tf + norm)
 
 
 @numba.njit(cache=True, inline="always")
@@ -61,200 +79,449 @@ def _sift_down(heap_scores, heap_docs, size, pos):  # type: ignore[no-untyped-de
 
 
 @numba.njit(cache=True)
-def _push(heap_scores, heap_docs, size, score, doc):  # type: ignore[no-untyped-def]
-    heap_scores[size], heap_docs[size] = score, doc
-    pos = size
-    while pos > 0:
-        parent = (pos - 1) // 2
-        if not _worse(heap_scores[pos], heap_docs[pos], heap_scores[parent], heap_docs[parent]):
+def _offer(heap_scores, heap_docs, size, k, score, doc):  # type: ignore[no-untyped-def]
+    """Add (score, doc) to a heap of at most ``k`` whose root is the worst kept; return the new size."""
+    if size < k:
+        heap_scores[size], heap_docs[size] = score, doc
+        pos = size
+        while pos > 0:
+            parent = (pos - 1) // 2
+            if not _worse(heap_scores[pos], heap_docs[pos], heap_scores[parent], heap_docs[parent]):
+                break
+            heap_scores[pos], heap_scores[parent] = heap_scores[parent], heap_scores[pos]
+            heap_docs[pos], heap_docs[parent] = heap_docs[parent], heap_docs[pos]
+            pos = parent
+        return size + 1
+    if _worse(heap_scores[0], heap_docs[0], score, doc):
+        heap_scores[0], heap_docs[0] = score, doc
+        _sift_down(heap_scores, heap_docs, k, 0)
+    return size
+
+
+@numba.njit(cache=True)
+def _find(doc_ids, low, high, doc):  # type: ignore[no-untyped-def]
+    """Position of ``doc`` in the ascending ``doc_ids[low:high]``, or -1."""
+    while low < high:
+        middle = (low + high) >> 1
+        if doc_ids[middle] < doc:
+            low = middle + 1
+        else:
+            high = middle
+    return low if low < len(doc_ids) and doc_ids[low] == doc else -1
+
+
+@numba.njit(cache=True, inline="always")
+def _gallop(doc_ids, low, end, doc):  # type: ignore[no-untyped-def]
+    """First position in ``[low, end)`` whose doc id is >= ``doc`` (``end`` if none): doubling, then halving."""
+    if low >= end or doc_ids[low] >= doc:
+        return low
+    step = 1
+    while low + step < end and doc_ids[low + step] < doc:
+        low += step
+        step <<= 1
+    high = min(low + step, end)
+    low += 1
+    while low < high:
+        middle = (low + high) >> 1
+        if doc_ids[middle] < doc:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+@numba.njit(cache=True)
+def _search_one(  # type: ignore[no-untyped-def]
+    indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows,
+    prune_min, terms, counts, k, acc, touched, out_docs, out_scores,
+):  # fmt: skip
+    """Exact top ``k`` of one query into ``out_docs``/``out_scores`` (best first); leaves ``acc`` all zero.
+
+    ``acc`` (float64) and ``touched`` (int32) have one slot per document; ``acc`` is zero on entry.
+    """
+    n_terms = len(terms)
+    bounds = np.empty(n_terms)
+    for i in range(n_terms):
+        bounds[i] = counts[i] * upper[terms[i]]
+    order = np.argsort(-bounds, kind="mergesort")  # highest bound first; ties by term row (input order)
+    remaining = np.zeros(n_terms + 1)  # remaining[i]: the bounds of terms order[i:] summed
+    for i in range(n_terms - 1, -1, -1):
+        remaining[i] = remaining[i + 1] + bounds[order[i]]
+    heap_scores = np.empty(k)
+    heap_docs = np.empty(k, dtype=np.int64)
+    n_touched = 0
+    run_starts = np.zeros(n_terms + 1, dtype=np.int64)
+    first_lookup = n_terms  # terms order[first_lookup:] are only looked up, for documents that can still win
+    theta = 0.0  # a lower bound of the final k-th best score: the k-th best of k documents' lower bounds
+    size = 0
+    total = 0
+    for i in range(n_terms):
+        total += indptr[terms[i] + 1] - indptr[terms[i]]
+    materialised = len(weights) > 0
+    # A small (materialised) index is scored exhaustively: walking every list beats pruning's bookkeeping.
+    prune = not materialised and total >= prune_min
+    # Without pruning, a short corpus is cheaper to scan whole than to track which documents were touched.
+    track = prune or 2 * total < len(norm)
+    for i in range(n_terms):
+        term = terms[order[i]]
+        # Before walking a long list, score the previous term's k best in full (a few lookups): their k-th
+        # best full score may already exceed every bound left.
+        long_list = indptr[term + 1] - indptr[term] > LOOKAHEAD * k * (n_terms - i)
+        if prune and i > 0 and size == k and remaining[i] >= theta * (1.0 - SLACK) and long_list:
+            for j in range(k):
+                doc = heap_docs[j]
+                full = acc[doc]
+                for later in range(i, n_terms):
+                    other = terms[order[later]]
+                    posting = _find(doc_ids, indptr[other], indptr[other + 1], doc)
+                    if posting >= 0:
+                        full += counts[order[later]] * _weight(idf[other], tfs[posting], k1_plus_1, norm[doc])
+                heap_scores[j] = full
+            theta = max(theta, heap_scores[:k].min())
+        if prune and i > 0 and remaining[i] < theta * (1.0 - SLACK):
+            first_lookup = i  # an unseen document scores at most remaining[i]: it cannot reach the top k
             break
-        heap_scores[pos], heap_scores[parent] = heap_scores[parent], heap_scores[pos]
-        heap_docs[pos], heap_docs[parent] = heap_docs[parent], heap_docs[pos]
-        pos = parent
+        count = counts[order[i]]
+        term_idf = idf[term]
+        size = 0  # the k best partial scores among this term's documents
+        if not track:  # the plain loops of an exhaustive scan
+            if dense_slot[term] >= 0:  # a frequent term: a sequential add beats a scatter
+                row = dense_rows[dense_slot[term]]
+                for doc in range(len(norm)):  # adding 0.0 where the term is absent changes no sum
+                    acc[doc] += count * row[doc]
+            elif materialised:
+                for posting in range(indptr[term], indptr[term + 1]):
+                    acc[doc_ids[posting]] += count * weights[posting]
+            else:
+                for posting in range(indptr[term], indptr[term + 1]):
+                    doc = doc_ids[posting]
+                    acc[doc] += count * _weight(term_idf, tfs[posting], k1_plus_1, norm[doc])
+            continue
+        run_starts[i] = n_touched  # documents first seen in this term's list: one ascending run
+        for posting in range(indptr[term], indptr[term + 1]):
+            doc = doc_ids[posting]
+            if track:
+                touched[n_touched] = doc  # kept only if unseen: every weight is > 0, so zero means unseen
+                n_touched += acc[doc] == 0.0
+            if materialised:
+                acc[doc] += count * weights[posting]
+            else:
+                acc[doc] += count * _weight(term_idf, tfs[posting], k1_plus_1, norm[doc])
+            if prune and (size < k or acc[doc] > heap_scores[0]):
+                size = _offer(heap_scores, heap_docs, size, k, acc[doc], doc)
+        if size == k:
+            theta = max(theta, heap_scores[0])
+    size = 0
+    if first_lookup < n_terms:
+        # The looked-up terms, for each document whose partial score plus the bounds left can still reach
+        # theta, or the k-th best full score so far once k are kept. The touched documents form one
+        # ascending run per walked list, so within a run every list's cursor only moves forward.
+        run_starts[first_lookup] = n_touched
+        cursors = np.empty(n_terms, dtype=np.int64)
+        for run in range(first_lookup):
+            for i in range(first_lookup, n_terms):
+                cursors[i] = indptr[terms[order[i]]]
+            for j in range(run_starts[run], run_starts[run + 1]):
+                doc = touched[j]
+                floor = (heap_scores[0] if size == k and heap_scores[0] > theta else theta) * (1.0 - SLACK)
+                if acc[doc] + remaining[first_lookup] < floor:
+                    continue
+                for i in range(first_lookup, n_terms):
+                    if acc[doc] + remaining[i] < floor:
+                        break
+                    term = terms[order[i]]
+                    end = indptr[term + 1]
+                    posting = _gallop(doc_ids, cursors[i], end, doc)
+                    cursors[i] = posting
+                    if posting < end and doc_ids[posting] == doc:
+                        acc[doc] += counts[order[i]] * _weight(idf[term], tfs[posting], k1_plus_1, norm[doc])
+                else:
+                    if acc[doc] >= floor:
+                        size = _offer(heap_scores, heap_docs, size, k, acc[doc], doc)
+    elif not track:
+        for doc in range(len(norm)):  # ascending, so only a strictly higher score displaces the root
+            if size < k:
+                size = _offer(heap_scores, heap_docs, size, k, acc[doc], doc)
+            elif acc[doc] > heap_scores[0]:
+                heap_scores[0], heap_docs[0] = acc[doc], doc
+                _sift_down(heap_scores, heap_docs, k, 0)
+        acc[:] = 0.0
+    else:
+        for j in range(n_touched):
+            doc = touched[j]
+            if size < k or _worse(heap_scores[0], heap_docs[0], acc[doc], doc):  # the test inline: most fail it
+                size = _offer(heap_scores, heap_docs, size, k, acc[doc], doc)
+        doc = 0
+        while size < k:  # fewer than k matches: the unmatched documents, score 0, lowest index first
+            if acc[doc] == 0.0:
+                size = _offer(heap_scores, heap_docs, size, k, 0.0, doc)
+            doc += 1
+    for j in range(n_touched):
+        acc[touched[j]] = 0.0
+    for pos in range(k - 1, -1, -1):  # pop the worst first, so the row ends best first
+        out_scores[pos], out_docs[pos] = heap_scores[0], heap_docs[0]
+        heap_scores[0], heap_docs[0] = heap_scores[pos], heap_docs[pos]
+        _sift_down(heap_scores, heap_docs, pos, 0)
+
+
+@numba.njit(cache=True)
+def _search_serial(  # type: ignore[no-untyped-def]
+    indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows, prune_min,
+    q_indptr, q_terms, q_counts, acc, touched, out_docs, out_scores,
+):  # fmt: skip
+    k = out_docs.shape[1]
+    for query in range(len(q_indptr) - 1):
+        start, end = q_indptr[query], q_indptr[query + 1]
+        _search_one(
+            indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows, prune_min,
+            q_terms[start:end], q_counts[start:end], k, acc, touched,
+            out_docs[query], out_scores[query],
+        )  # fmt: skip
 
 
 @numba.njit(cache=True, parallel=True)
-def _top_k_kernel(  # type: ignore[no-untyped-def]
-    indptr,
-    indices,
-    data,
-    dense_slot,
-    dense_rows,
-    query_indptr,
-    query_terms,
-    query_counts,
-    n_docs,
-    n_chunks,
-    out_docs,
-    out_scores,
-):
+def _search_parallel(  # type: ignore[no-untyped-def]
+    indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows, prune_min,
+    q_indptr, q_terms, q_counts, n_chunks, out_docs, out_scores,
+):  # fmt: skip
     n_queries, k = out_docs.shape
     for chunk in numba.prange(n_chunks):
-        scores = np.zeros(n_docs)
-        heap_scores = np.empty(k)
-        heap_docs = np.empty(k, dtype=np.int64)
+        acc = np.zeros(len(norm))
+        touched = np.empty(len(norm), dtype=np.int32)
         for query in range(chunk * n_queries // n_chunks, (chunk + 1) * n_queries // n_chunks):
-            for term_pos in range(query_indptr[query], query_indptr[query + 1]):
-                term, count = query_terms[term_pos], query_counts[term_pos]
-                slot = dense_slot[term]
-                if slot >= 0:  # a frequent term: a sequential add of its dense row beats a scatter
-                    for doc in range(n_docs):  # in place: ``count * row`` would allocate a row per term
-                        scores[doc] += count * dense_rows[slot, doc]
-                else:
-                    for posting in range(indptr[term], indptr[term + 1]):
-                        scores[indices[posting]] += count * data[posting]
-            for doc in range(k):
-                _push(heap_scores, heap_docs, doc, scores[doc], doc)
-            # Later documents have higher indices, so only a strictly higher score displaces the root.
-            for doc in range(k, n_docs):
-                if scores[doc] > heap_scores[0]:
-                    heap_scores[0], heap_docs[0] = scores[doc], doc
-                    _sift_down(heap_scores, heap_docs, k, 0)
-            scores[:] = 0.0
-            for pos in range(k - 1, -1, -1):  # pop the worst first, so the row ends best first
-                out_scores[query, pos], out_docs[query, pos] = heap_scores[0], heap_docs[0]
-                heap_scores[0], heap_docs[0] = heap_scores[pos], heap_docs[pos]
-                _sift_down(heap_scores, heap_docs, pos, 0)
+            start, end = q_indptr[query], q_indptr[query + 1]
+            _search_one(
+                indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows, prune_min,
+                q_terms[start:end], q_counts[start:end], k, acc, touched,
+                out_docs[query], out_scores[query],
+            )  # fmt: skip
 
 
-# One query (or one thread) runs serially: waking the thread pool costs more than it saves then.
-_top_k_kernel_serial = numba.njit(cache=True)(_top_k_kernel.py_func)
+@numba.njit(cache=True)
+def _score_row(  # type: ignore[no-untyped-def]
+    indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows, prune_min, terms, counts
+):
+    """Every document's score for one query, terms summed in the order ``_search_one`` uses."""
+    bounds = np.empty(len(terms))
+    for i in range(len(terms)):
+        bounds[i] = counts[i] * upper[terms[i]]
+    scores = np.zeros(len(norm))
+    for i in np.argsort(-bounds, kind="mergesort"):
+        term, count = terms[i], counts[i]
+        for posting in range(indptr[term], indptr[term + 1]):
+            doc = doc_ids[posting]
+            scores[doc] += count * _weight(idf[term], tfs[posting], k1_plus_1, norm[doc])
+    return scores
+
+
+@numba.njit(cache=True)
+def _upper_bounds(indptr, doc_ids, tfs, idf, norm, k1_plus_1):  # type: ignore[no-untyped-def]
+    """Each term's largest weight, computed exactly as the search computes it."""
+    upper = np.zeros(len(indptr) - 1)
+    for term in range(len(indptr) - 1):
+        best = 0.0
+        for posting in range(indptr[term], indptr[term + 1]):
+            weight = _weight(idf[term], tfs[posting], k1_plus_1, norm[doc_ids[posting]])
+            best = max(best, weight)
+        upper[term] = best
+    return upper
+
+
+@numba.njit(cache=True)
+def _place(terms, docs, tfs, cursor, out_docs, out_tfs):  # type: ignore[no-untyped-def]
+    """Append one chunk's postings (sorted by term, then doc) to their term's slots in the final arrays."""
+    for posting in range(len(terms)):
+        slot = cursor[terms[posting]]
+        out_docs[slot] = docs[posting]
+        out_tfs[slot] = tfs[posting]
+        cursor[terms[posting]] = slot + 1
+
+
+def _tf_dtype(largest: int) -> type[np.unsignedinteger]:
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if largest <= np.iinfo(dtype).max:
+            return dtype
+    raise ValueError(f"a term occurs {largest} times in one document; at most {np.iinfo(np.uint32).max} supported")
+
+
+def _chunk_postings(term_ids: array, lengths: array, first_doc: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(terms, docs, tfs)`` of a chunk of documents, sorted by term then doc, one row per (term, doc)."""
+    terms = np.frombuffer(term_ids, dtype=np.int32).astype(np.int64)
+    docs = np.repeat(np.arange(first_doc, first_doc + len(lengths), dtype=np.int64), np.frombuffer(lengths, np.int64))
+    keys, tfs = np.unique((terms << 32) | docs, return_counts=True)
+    return (keys >> 32).astype(np.int32), (keys & 0xFFFFFFFF).astype(np.int32), tfs
 
 
 class SparseBM25:
-    """Eager sparse BM25 (seed-000 formula, ``retrieval.core.tokenize`` tokens), equal to ``BM25Index``.
+    """Compact BM25 index (seed-000 formula, ``retrieval.core.tokenize`` tokens), equal to ``BM25Index``.
 
-    ``weights`` is a ``(n_terms, n_docs)`` float64 CSR matrix (one posting list per row);
-    ``vocabulary`` maps a term to its row. ``fit`` replaces the whole index; queries never mutate it.
+    ``vocabulary`` maps a term to its row; row ``t``'s postings are ``doc_ids[indptr[t]:indptr[t + 1]]``
+    with frequencies ``tfs[...]``. ``fit`` replaces the whole index; queries never mutate it.
+    The class attributes below choose the path (tests set them per instance to cover each one).
     """
+
+    materialise_max_postings: int = MATERIALISE_MAX_POSTINGS
+    prune_min_postings: int = PRUNE_MIN_POSTINGS
 
     def __init__(self, k1: float = DEFAULT_K1, b: float = DEFAULT_B):
         validate_bm25_params(k1, b)
         self.k1 = k1
         self.b = b
         self.vocabulary: dict[str, int] = {}
-        self.weights: sp.csr_matrix = sp.csr_matrix((0, 0), dtype=np.float64)
         self.avg_dl: float = 0.0
-        self._dense_slot = np.empty(0, dtype=np.int64)
-        self._dense_rows = np.empty((0, 0), dtype=np.float64)
+        self.indptr = np.zeros(1, dtype=np.int64)
+        self.doc_ids = np.empty(0, dtype=np.int32)
+        self.tfs = np.empty(0, dtype=np.uint8)
+        self.idf = np.empty(0, dtype=np.float64)
+        self.norm = np.empty(0, dtype=np.float64)
+        self.upper = np.empty(0, dtype=np.float64)
+        self._workspace = threading.local()
+        self._materialise()
 
     @property
     def n_docs(self) -> int:
-        return self.weights.shape[1]
+        return len(self.norm)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the index arrays (what ``save`` writes, vocabulary aside)."""
+        return sum(getattr(self, name).nbytes for name in ARRAYS)
+
+    @property
+    def memory_nbytes(self) -> int:
+        """``nbytes`` plus what a small index materialises in memory (weights, dense rows)."""
+        return self.nbytes + self._weights.nbytes + self._dense_rows.nbytes
 
     def __len__(self) -> int:
         return self.n_docs
 
     def fit(self, corpus_tokens: Iterable[list[str]]) -> SparseBM25:
-        """Index documents given as token lists (the input of ``BM25Index.fit``) in ONE pass.
+        """Index documents given as token lists (the input of ``BM25Index.fit``) in ONE streamed pass.
 
-        A generator streams: only its token ids (int32) are held, never the token lists.
+        Only one chunk of token ids (int32) and the postings built so far are held, never the token lists.
         """
         vocabulary: dict[str, int] = {}
-        lengths: list[int] = []
-
-        def terms() -> Iterator[str]:
-            for doc in corpus_tokens:
-                lengths.append(len(doc))
-                yield from doc
-
-        term_ids = np.fromiter((vocabulary.setdefault(term, len(vocabulary)) for term in terms()), dtype=np.int32)
-        n_docs = len(lengths)
-        doc_lengths = np.asarray(lengths, dtype=np.int64)
-        doc_ids = np.repeat(np.arange(n_docs, dtype=np.int32), doc_lengths)
-        # Duplicate (term, doc) pairs are summed into term frequencies by the COO -> CSR conversion.
-        tf = sp.csr_matrix(
-            (np.ones(len(term_ids)), (term_ids, doc_ids)), shape=(len(vocabulary), n_docs), dtype=np.float64
-        )
-        tf.sum_duplicates()
+        assign = vocabulary.setdefault
+        lengths, term_ids = array("q"), array("i")
+        chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        chunk_start = 0
+        for doc in corpus_tokens:
+            lengths.append(len(doc))
+            term_ids.extend([assign(term, len(vocabulary)) for term in doc])
+            if len(term_ids) >= CHUNK_TOKENS:
+                chunks.append(_chunk_postings(term_ids, lengths[chunk_start:], chunk_start))
+                term_ids, chunk_start = array("i"), len(lengths)
+        chunks.append(_chunk_postings(term_ids, lengths[chunk_start:], chunk_start))
+        del term_ids
+        n_docs, n_terms = len(lengths), len(vocabulary)
+        df = np.zeros(n_terms, dtype=np.int64)
+        for terms, _, _ in chunks:
+            df += np.bincount(terms, minlength=n_terms)
+        indptr = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(df, out=indptr[1:])
+        tf_dtype = _tf_dtype(max((int(tfs.max()) for _, _, tfs in chunks if len(tfs)), default=0))
+        doc_ids = np.empty(indptr[-1], dtype=np.int32)
+        tfs = np.empty(indptr[-1], dtype=tf_dtype)
+        cursor = indptr[:-1].copy()
+        while chunks:  # chunks come in document order, so every term's documents end up ascending
+            chunk_terms, chunk_docs, chunk_tfs = chunks.pop(0)
+            _place(chunk_terms, chunk_docs, chunk_tfs.astype(tf_dtype), cursor, doc_ids, tfs)
+        doc_lengths = np.frombuffer(lengths, dtype=np.int64)
         self.vocabulary = vocabulary
         self.avg_dl = int(doc_lengths.sum()) / n_docs if n_docs else 0.0
-        # Same operations, same order as BM25Index.fit / .scores, so each weight is bit-identical.
+        # Same operations, same order as BM25Index.fit, so each weight is bit-identical.
         avg_dl = self.avg_dl or 1.0
-        length_norm = self.k1 * (1.0 - self.b + self.b * doc_lengths.astype(np.float64) / avg_dl)
-        idf = np.array([bm25_idf(n_docs, int(df)) for df in np.diff(tf.indptr)], dtype=np.float64)
-        row_idf = np.repeat(idf, np.diff(tf.indptr))
-        tf.data = row_idf * tf.data * (self.k1 + 1.0) / (tf.data + length_norm[tf.indices])
-        self.weights = tf
-        self._build_dense_rows()
+        self.norm = self.k1 * (1.0 - self.b + self.b * doc_lengths.astype(np.float64) / avg_dl)
+        self.idf = np.array([bm25_idf(n_docs, int(count)) for count in df], dtype=np.float64)
+        self.indptr, self.doc_ids, self.tfs = indptr, doc_ids, tfs
+        self.upper = _upper_bounds(indptr, doc_ids, tfs, self.idf, self.norm, self.k1 + 1.0)
+        self._materialise()
         return self
-
-    def _build_dense_rows(self) -> None:
-        """Copy the weight rows of the most frequent terms (df >= N / 4, within budget) to a dense array."""
-        df = np.diff(self.weights.indptr)
-        n_dense = MAX_DENSE_CELLS // max(self.n_docs, 1)
-        frequent = np.flatnonzero(df >= max(1, DENSE_MIN_DF_SHARE * self.n_docs))
-        frequent = np.sort(frequent[np.argsort(-df[frequent], kind="stable")][:n_dense])
-        self._dense_slot = np.full(self.weights.shape[0], -1, dtype=np.int64)
-        self._dense_slot[frequent] = np.arange(len(frequent))
-        self._dense_rows = self.weights[frequent].toarray()
 
     def _query_arrays(self, queries: Sequence[Iterable[str]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Each query's terms known to the index, CSR-style: ``(indptr, term rows, counts)``.
 
-        A repeated query word counts every time (issue 18.1): its weight row is added ``count`` times.
-        Plain arrays, no scipy matrix: building one per call cost more than a small query's scoring.
+        A repeated query word counts every time (issue 18.1): its weight is added ``count`` times.
         """
         lookup = self.vocabulary.get
         indptr = [0]
-        columns: list[int] = []
+        rows: list[int] = []
         counts: list[float] = []
         for tokens in queries:
-            terms = Counter(c for c in map(lookup, tokens) if c is not None)
-            for column in sorted(terms):
-                columns.append(column)
-                counts.append(terms[column])
-            indptr.append(len(columns))
+            terms = Counter(row for row in map(lookup, tokens) if row is not None)
+            for row in sorted(terms):
+                rows.append(row)
+                counts.append(terms[row])
+            indptr.append(len(rows))
+        return np.array(indptr, dtype=np.int64), np.array(rows, dtype=np.int64), np.array(counts, dtype=np.float64)
+
+    def _arrays(self) -> tuple:
         return (
-            np.array(indptr, dtype=np.int64),
-            np.array(columns, dtype=np.int32),
-            np.array(counts, dtype=np.float64),
-        )
+            self.indptr, self.doc_ids, self.tfs, self.idf, self.norm, self.upper, self.k1 + 1.0,
+            self._weights, self._dense_slot, self._dense_rows, self.prune_min_postings,
+        )  # fmt: skip
+
+    def _materialise(self) -> None:
+        """On a small index, keep every weight (and the densest terms' rows) in memory: no division per posting.
+
+        Computed with the operations of ``_weight`` in the same order, so the numbers do not change.
+        """
+        n_postings = len(self.doc_ids)
+        self._weights = np.empty(0)
+        self._dense_slot = np.full(len(self.idf), -1, dtype=np.int64)
+        self._dense_rows = np.empty((0, 0))
+        if n_postings > self.materialise_max_postings:
+            return
+        df = np.diff(self.indptr)
+        tfs = self.tfs.astype(np.float64)
+        self._weights = np.repeat(self.idf, df) * tfs * (self.k1 + 1.0) / (tfs + self.norm[self.doc_ids])
+        frequent = np.flatnonzero(df >= max(1, DENSE_MIN_DF_SHARE * self.n_docs))
+        frequent = frequent[np.argsort(-df[frequent], kind="stable")][: MAX_DENSE_CELLS // max(self.n_docs, 1)]
+        self._dense_slot[frequent] = np.arange(len(frequent))
+        self._dense_rows = np.zeros((len(frequent), self.n_docs))
+        for slot, term in enumerate(frequent):
+            span = slice(self.indptr[term], self.indptr[term + 1])
+            self._dense_rows[slot, self.doc_ids[span]] = self._weights[span]
 
     def scores(self, query_tokens: Iterable[str]) -> np.ndarray:
         """BM25 score of every document for one query, in document order (float64)."""
-        indptr, columns, counts = self._query_arrays([query_tokens])
-        query = sp.csr_matrix((counts, columns, indptr), shape=(1, self.weights.shape[0]))
-        return (query @ self.weights).toarray()[0]
+        _, rows, counts = self._query_arrays([query_tokens])
+        return _score_row(*self._arrays(), rows, counts)
 
     def top_k_batch(self, queries_tokens: Sequence[Iterable[str]], k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` documents of each query: ``(indices, scores)`` of shape ``(n_queries, min(k, n_docs))``.
 
         Rows are best first, ties by lower doc index: row ``i`` equals ``BM25Index.top_k(queries[i], k)``.
-        The first call in a process loads (or, the very first time, compiles) the numba kernel.
+        Several queries run in parallel (numba threads); one runs serially on a per-thread workspace.
         """
         width = max(0, min(k, self.n_docs))
         docs = np.zeros((len(queries_tokens), width), dtype=np.int64)
         scores = np.zeros((len(queries_tokens), width), dtype=np.float64)
         if width and len(queries_tokens):
-            query_indptr, query_terms, query_counts = self._query_arrays(queries_tokens)
-            w = self.weights
+            query_arrays = self._query_arrays(queries_tokens)
             n_chunks = min(len(queries_tokens), numba.get_num_threads())
-            kernel = _top_k_kernel if n_chunks > 1 else _top_k_kernel_serial
-            kernel(
-                w.indptr,
-                w.indices,
-                w.data,
-                self._dense_slot,
-                self._dense_rows,
-                query_indptr,
-                query_terms,
-                query_counts,
-                self.n_docs,
-                n_chunks,
-                docs,
-                scores,
-            )
+            if n_chunks > 1:
+                _search_parallel(*self._arrays(), *query_arrays, n_chunks, docs, scores)
+            else:
+                _search_serial(*self._arrays(), *query_arrays, *self._scratch(), docs, scores)
         return docs, scores
 
+    def _scratch(self) -> tuple[np.ndarray, np.ndarray]:
+        """This thread's zeroed accumulator and touched-list, kept between queries (the kernel re-zeroes)."""
+        workspace = self._workspace
+        if getattr(workspace, "acc", None) is None or len(workspace.acc) != self.n_docs:
+            workspace.acc = np.zeros(self.n_docs)
+            workspace.touched = np.empty(self.n_docs, dtype=np.int32)
+        return workspace.acc, workspace.touched
+
     def save(self, directory: str | Path) -> None:
-        """Write the index to ``directory``: CSR arrays as ``.npy``, parameters and vocabulary as JSON."""
+        """Write the index to ``directory``: arrays as ``.npy``, parameters and vocabulary as JSON."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        for name in _ARRAYS:
-            np.save(directory / f"{name}.npy", getattr(self.weights, name))
+        for name in ARRAYS:
+            np.save(directory / f"{name}.npy", getattr(self, name))
         terms = sorted(self.vocabulary, key=self.vocabulary.__getitem__)
-        meta = {"k1": self.k1, "b": self.b, "avg_dl": self.avg_dl, "shape": list(self.weights.shape)}
+        meta = {"k1": self.k1, "b": self.b, "avg_dl": self.avg_dl}
         (directory / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
         (directory / "vocabulary.json").write_text(json.dumps(terms, ensure_ascii=False), encoding="utf-8")
 
@@ -264,10 +531,10 @@ class SparseBM25:
         directory = Path(directory)
         meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
         terms = json.loads((directory / "vocabulary.json").read_text(encoding="utf-8"))
-        arrays = [np.load(directory / f"{name}.npy", mmap_mode="r" if mmap else None) for name in _ARRAYS]
         index = cls(k1=meta["k1"], b=meta["b"])
         index.avg_dl = meta["avg_dl"]
         index.vocabulary = {term: row for row, term in enumerate(terms)}
-        index.weights = sp.csr_matrix(tuple(arrays), shape=tuple(meta["shape"]), copy=False)
-        index._build_dense_rows()
+        for name in ARRAYS:
+            setattr(index, name, np.load(directory / f"{name}.npy", mmap_mode="r" if mmap else None))
+        index._materialise()
         return index

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from retrieval.core import analyzer, tokenize
-from retrieval.core.bm25_fast import SparseBM25
+from retrieval.core.bm25_fast import ARRAYS, SparseBM25
 from tests.arrays import backed_by_memmap
 from zerda_eval.errors import RunError, ZerdaEvalWarning
 from zerda_eval.store import indexes
@@ -27,7 +27,7 @@ def test_cached_index_is_memory_mapped_and_answers_as_one_built_in_memory(tmp_pa
     reference = SparseBM25().fit([tokenize(text) for text in TEXTS])
     for _ in range(2):  # built, then read back
         index = built(tmp_path)
-        assert all(backed_by_memmap(getattr(index.weights, name)) for name in ("data", "indices", "indptr"))
+        assert all(backed_by_memmap(getattr(index, name)) for name in ARRAYS)
         for got, expected in zip(index.top_k_batch(QUERIES, 3), reference.top_k_batch(QUERIES, 3), strict=True):
             np.testing.assert_array_equal(got, expected)
     assert len(list((tmp_path / "bm25").iterdir())) == 2  # the index directory and its lock file
@@ -142,7 +142,7 @@ CHILD = """
 import os, sys, time
 from pathlib import Path
 from retrieval.core import tokenize
-from retrieval.core.bm25_fast import SparseBM25
+from retrieval.core.bm25_fast import ARRAYS, SparseBM25
 from zerda_eval.store.indexes import cached_sparse_bm25
 
 cache_dir, markers = Path(sys.argv[1]), Path(sys.argv[2])

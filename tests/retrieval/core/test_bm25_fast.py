@@ -1,4 +1,8 @@
-"""SparseBM25 must give BM25Index's numbers: scores to 1e-9 and identical top-k (ties by lower doc index)."""
+"""SparseBM25 must give BM25Index's numbers: scores to 1e-9 and identical top-k (ties by lower doc index).
+
+Every check runs on each of the engine's three paths: materialised weights scored exhaustively (small
+indexes, the default here), weights computed per posting and scored exhaustively, and pruned top-k.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import numpy as np
 import pytest
 
 from retrieval.core import BM25Index, tokenize
-from retrieval.core.bm25_fast import SparseBM25
+from retrieval.core.bm25_fast import ARRAYS, SparseBM25
 from tests.arrays import backed_by_memmap
 
 BUNDLED = [
@@ -20,6 +24,23 @@ BUNDLED = [
     "xquad/ar",
 ]
 MAX_QUERIES = 100
+PATHS = {  # path -> (materialise_max_postings, prune_min_postings)
+    "materialised": (SparseBM25.materialise_max_postings, SparseBM25.prune_min_postings),
+    "computed": (0, 1 << 62),
+    "pruned": (0, 0),
+}
+
+
+def fitted(corpus: list[list[str]], path: str, k1: float = 1.5, b: float = 0.75) -> SparseBM25:
+    """A SparseBM25 of ``corpus`` that answers through ``path``."""
+    index = SparseBM25(k1=k1, b=b)
+    index.materialise_max_postings, index.prune_min_postings = PATHS[path]
+    return index.fit(corpus)
+
+
+@pytest.fixture(params=list(PATHS))
+def path(request: pytest.FixtureRequest) -> str:
+    return request.param
 
 
 def assert_same_top_k(fast: SparseBM25, ref: BM25Index, queries: list[list[str]], k: int) -> None:
@@ -41,11 +62,12 @@ def bundled(request: pytest.FixtureRequest) -> tuple[SparseBM25, BM25Index, list
     texts = list(collection.queries.values())
     step = math.ceil(len(texts) / MAX_QUERIES)
     queries = [tokenize(text) for text in texts[::step]]
-    return SparseBM25().fit(corpus), BM25Index().fit(corpus), queries
+    return corpus, BM25Index().fit(corpus), queries
 
 
-def test_scores_and_top_k_equal_reference_on_bundled_dataset(bundled) -> None:
-    fast, ref, queries = bundled
+def test_scores_and_top_k_equal_reference_on_bundled_dataset(bundled, path: str) -> None:
+    corpus, ref, queries = bundled
+    fast = fitted(corpus, path)
     top_100 = [ref.top_k(query, 100) for query in queries]
     for query in queries:
         np.testing.assert_allclose(fast.scores(query), ref.scores(query), rtol=0, atol=1e-9)
@@ -69,19 +91,19 @@ TIED_CORPUS = [
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 6, 50])
 @pytest.mark.parametrize("query", [["apple"], ["pear"], ["pear", "pear", "apple"], ["durian"], [], ["fig", "kiwi"]])
-def test_ties_and_zero_scores_go_to_lower_doc_index(query: list[str], k: int) -> None:
-    fast = SparseBM25().fit(TIED_CORPUS)
+def test_ties_and_zero_scores_go_to_lower_doc_index(query: list[str], k: int, path: str) -> None:
+    fast = fitted(TIED_CORPUS, path)
     assert_same_top_k(fast, BM25Index().fit(TIED_CORPUS), [query], k)
 
 
-def test_hand_computed_score_counts_a_repeated_query_word_each_time() -> None:
+def test_hand_computed_score_counts_a_repeated_query_word_each_time(path: str) -> None:
     # "apple" is in docs 0 and 2 of 6: idf = log((6 - 2 + 0.5) / (2 + 0.5) + 1); avgdl = 12 / 6.
     idf = math.log(4.5 / 2.5 + 1)
     norm = 1.5 * (1 - 0.75 + 0.75 * 3 / 2)
     apple = idf * 2 * 2.5 / (2 + norm)  # tf = 2 in a 3-token document
     # "fig" is in docs 3 and 5 (2 tokens, tf 1): same idf.
     fig = idf * 1 * 2.5 / (1 + 1.5 * (1 - 0.75 + 0.75 * 2 / 2))
-    index = SparseBM25().fit(TIED_CORPUS)
+    index = fitted(TIED_CORPUS, path)
     np.testing.assert_allclose(index.scores(["apple", "apple"]), [2 * apple, 0, 2 * apple, 0, 0, 0], atol=1e-12)
     query = ["fig", "apple", "fig", "apple", "apple"]
     expected = [3 * apple, 0, 3 * apple, 2 * fig, 0, 2 * fig]
@@ -92,21 +114,48 @@ def test_hand_computed_score_counts_a_repeated_query_word_each_time() -> None:
 
 
 @pytest.mark.parametrize(("k1", "b"), [(0.0, 0.0), (0.9, 0.4), (2.0, 1.0)])
-def test_other_parameters_equal_reference(k1: float, b: float) -> None:
+def test_other_parameters_equal_reference(k1: float, b: float, path: str) -> None:
     corpus = [tokenize(text) for text in ["the cat sat on the mat", "a dog and a cat", "mat mat mat", "dog"]]
     queries = [["cat", "mat"], ["dog"], ["the", "dog", "cat"]]
-    fast, ref = SparseBM25(k1=k1, b=b).fit(corpus), BM25Index(k1=k1, b=b).fit(corpus)
+    fast, ref = fitted(corpus, path, k1=k1, b=b), BM25Index(k1=k1, b=b).fit(corpus)
     for query in queries:
         np.testing.assert_allclose(fast.scores(query), ref.scores(query), rtol=0, atol=1e-12)
     assert_same_top_k(fast, ref, queries, 3)
 
 
-def test_many_queries_split_across_threads_keep_their_order() -> None:
+def test_many_queries_split_across_threads_keep_their_order(path: str) -> None:
     rng = np.random.default_rng(0)
     words = [f"w{i}" for i in range(40)]
     corpus = [list(rng.choice(words, size=rng.integers(0, 12))) for _ in range(300)]
     queries = [list(rng.choice(words, size=rng.integers(0, 5))) for _ in range(97)]
-    assert_same_top_k(SparseBM25().fit(corpus), BM25Index().fit(corpus), queries, 7)
+    assert_same_top_k(fitted(corpus, path), BM25Index().fit(corpus), queries, 7)
+
+
+def test_pruned_top_k_is_exact_on_a_zipfian_corpus() -> None:
+    """Frequent words with small bounds, rare ones with large: pruning skips most postings, never a winner.
+
+    Weights are not materialised (as on an index of a million passages); the default pruning threshold
+    applies. Each query's top 10 and top 100 equal the reference's, one query per call and all in one call.
+    """
+    rng = np.random.default_rng(7)
+    words = np.array([f"w{i}" for i in range(20_000)], dtype=object)
+
+    def passages(n: int, low: int, high: int) -> list[list[str]]:
+        return [list(words[np.minimum(rng.zipf(1.1, size=rng.integers(low, high + 1)) - 1, 19_999)]) for _ in range(n)]
+
+    corpus, queries = passages(40_000, 20, 60), passages(40, 3, 10)
+    fast = SparseBM25()
+    fast.materialise_max_postings = 0
+    fast.fit(corpus)
+    ref = BM25Index().fit(corpus)
+    df = np.diff(fast.indptr)
+    postings = [sum(df[fast.vocabulary[w]] for w in set(q) if w in fast.vocabulary) for q in queries]
+    pruned = [q for q, n in zip(queries, postings, strict=True) if n >= fast.prune_min_postings]
+    assert len(pruned) >= 30  # most queries take the pruned path
+    for k in (10, 100):
+        assert_same_top_k(fast, ref, queries, k)
+        for query in queries[:10]:
+            assert_same_top_k(fast, ref, [query], k)
 
 
 def test_empty_corpus_and_non_positive_k() -> None:
@@ -126,8 +175,10 @@ def test_saved_index_loads_memory_mapped_with_the_same_results(tmp_path) -> None
     corpus = [tokenize(text) for text in ["الكتاب على الطاولة", "the cat sat", "cat and the hat", ""]]
     fast = SparseBM25(k1=1.2, b=0.5).fit(corpus)
     fast.save(tmp_path)
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == sorted([f"{name}.npy" for name in ARRAYS] + ["meta.json", "vocabulary.json"])
     loaded = SparseBM25.load(tmp_path, mmap=True)
-    assert all(backed_by_memmap(getattr(loaded.weights, name)) for name in ("data", "indices", "indptr"))
+    assert all(backed_by_memmap(getattr(loaded, name)) for name in ARRAYS)
     assert (loaded.k1, loaded.b, loaded.vocabulary) == (1.2, 0.5, fast.vocabulary)
     queries = [["cat", "the"], ["الكتاب"], ["unknown"]]
     for got, want in zip(loaded.top_k_batch(queries, 4), fast.top_k_batch(queries, 4), strict=True):
