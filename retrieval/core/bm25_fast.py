@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import threading
 from array import array
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -265,16 +264,32 @@ def _search_one(  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True)
+def _distinct(rows):  # type: ignore[no-untyped-def]
+    """A query's distinct known term rows, ascending, and how often each occurs (-1: unknown token)."""
+    rows = np.sort(rows)
+    terms = np.empty(len(rows), dtype=np.int64)
+    counts = np.empty(len(rows))
+    n_terms = 0
+    for row in rows:
+        if row >= 0 and n_terms and terms[n_terms - 1] == row:
+            counts[n_terms - 1] += 1.0
+        elif row >= 0:
+            terms[n_terms], counts[n_terms] = row, 1.0
+            n_terms += 1
+    return terms[:n_terms], counts[:n_terms]
+
+
+@numba.njit(cache=True)
 def _search_serial(  # type: ignore[no-untyped-def]
     indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows, prune_min,
-    q_indptr, q_terms, q_counts, acc, touched, out_docs, out_scores,
+    q_indptr, q_rows, acc, touched, out_docs, out_scores,
 ):  # fmt: skip
     k = out_docs.shape[1]
     for query in range(len(q_indptr) - 1):
-        start, end = q_indptr[query], q_indptr[query + 1]
+        terms, counts = _distinct(q_rows[q_indptr[query] : q_indptr[query + 1]])
         _search_one(
             indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows, prune_min,
-            q_terms[start:end], q_counts[start:end], k, acc, touched,
+            terms, counts, k, acc, touched,
             out_docs[query], out_scores[query],
         )  # fmt: skip
 
@@ -282,26 +297,27 @@ def _search_serial(  # type: ignore[no-untyped-def]
 @numba.njit(cache=True, parallel=True)
 def _search_parallel(  # type: ignore[no-untyped-def]
     indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows, prune_min,
-    q_indptr, q_terms, q_counts, n_chunks, out_docs, out_scores,
+    q_indptr, q_rows, n_chunks, out_docs, out_scores,
 ):  # fmt: skip
     n_queries, k = out_docs.shape
     for chunk in numba.prange(n_chunks):
         acc = np.zeros(len(norm))
         touched = np.empty(len(norm), dtype=np.int32)
         for query in range(chunk * n_queries // n_chunks, (chunk + 1) * n_queries // n_chunks):
-            start, end = q_indptr[query], q_indptr[query + 1]
+            terms, counts = _distinct(q_rows[q_indptr[query] : q_indptr[query + 1]])
             _search_one(
                 indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows, prune_min,
-                q_terms[start:end], q_counts[start:end], k, acc, touched,
+                terms, counts, k, acc, touched,
                 out_docs[query], out_scores[query],
             )  # fmt: skip
 
 
 @numba.njit(cache=True)
 def _score_row(  # type: ignore[no-untyped-def]
-    indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows, prune_min, terms, counts
+    indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows, prune_min, rows
 ):
     """Every document's score for one query, terms summed in the order ``_search_one`` uses."""
+    terms, counts = _distinct(rows)
     bounds = np.empty(len(terms))
     for i in range(len(terms)):
         bounds[i] = counts[i] * upper[terms[i]]
@@ -438,22 +454,18 @@ class SparseBM25:
         self._materialise()
         return self
 
-    def _query_arrays(self, queries: Sequence[Iterable[str]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Each query's terms known to the index, CSR-style: ``(indptr, term rows, counts)``.
+    def _query_arrays(self, queries: Sequence[Iterable[str]]) -> tuple[np.ndarray, np.ndarray]:
+        """Each query's token rows, CSR-style: ``(indptr, rows)``, -1 for a token outside the vocabulary.
 
-        A repeated query word counts every time (issue 18.1): its weight is added ``count`` times.
+        The kernels count repeats (issue 18.1: a repeated query word adds its weight every time).
         """
         lookup = self.vocabulary.get
         indptr = [0]
         rows: list[int] = []
-        counts: list[float] = []
         for tokens in queries:
-            terms = Counter(row for row in map(lookup, tokens) if row is not None)
-            for row in sorted(terms):
-                rows.append(row)
-                counts.append(terms[row])
+            rows.extend([lookup(token, -1) for token in tokens])
             indptr.append(len(rows))
-        return np.array(indptr, dtype=np.int64), np.array(rows, dtype=np.int64), np.array(counts, dtype=np.float64)
+        return np.array(indptr, dtype=np.int64), np.array(rows, dtype=np.int64)
 
     def _arrays(self) -> tuple:
         return (
@@ -485,8 +497,7 @@ class SparseBM25:
 
     def scores(self, query_tokens: Iterable[str]) -> np.ndarray:
         """BM25 score of every document for one query, in document order (float64)."""
-        _, rows, counts = self._query_arrays([query_tokens])
-        return _score_row(*self._arrays(), rows, counts)
+        return _score_row(*self._arrays(), self._query_arrays([query_tokens])[1])
 
     def top_k_batch(self, queries_tokens: Sequence[Iterable[str]], k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` documents of each query: ``(indices, scores)`` of shape ``(n_queries, min(k, n_docs))``.
