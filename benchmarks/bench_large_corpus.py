@@ -13,6 +13,8 @@ Passages and queries come from ``test_bench_scaling.zipf_token_lists`` (Zipf(1.1
 
     python benchmarks/bench_large_corpus.py
     ZERDA_BENCH_1M=1 python benchmarks/bench_large_corpus.py
+    python benchmarks/bench_large_corpus.py --passages 10000000          # the 10M run (about 5 min, 6 GB)
+    ZERDA_BENCH_1M=1 python benchmarks/bench_large_corpus.py --peer     # p50 / p95 / mean beside bm25s
 """
 
 from __future__ import annotations
@@ -71,6 +73,44 @@ def latency(index: SparseBM25, queries: list[list[str]]) -> dict[str, float]:
     }
 
 
+def side_by_side(index: SparseBM25, corpus: list[list[str]], queries: list[list[str]]) -> dict:
+    """One query per call, ours and bm25s (numba, 1 thread) interleaved: best of 3 per query, percentiles.
+
+    bm25s indexes the same passages (so the corpus is held in memory here, unlike ``build``); its top-k
+    is float32 and breaks ties its own way, so the two top-k SETS must agree on at least 95% of queries.
+    """
+    import bm25s
+
+    peer = bm25s.BM25(k1=index.k1, b=index.b, method="lucene", backend="numba")
+    peer.index(corpus, show_progress=False)
+    queries = [query for query in queries if query]  # bm25s rejects an empty query
+    theirs = peer.retrieve(queries, k=K, show_progress=False, n_threads=0)[0]
+    ours = index.top_k_batch(queries, K)[0]
+    same = sum(set(a.tolist()) == set(b.tolist()) for a, b in zip(ours, theirs, strict=True))
+    if same < 0.95 * len(queries):
+        raise SystemExit(f"bm25s and SparseBM25 agree on only {same} of {len(queries)} top-{K} sets")
+    times: dict[str, list[float]] = {"ours": [], "bm25s": []}
+    for query in queries:
+        for side, search in (
+            ("ours", lambda q: index.top_k_batch([q], K)),
+            ("bm25s", lambda q: peer.retrieve([q], k=K, show_progress=False, n_threads=0)),
+        ):
+            best = float("inf")
+            for _ in range(3):
+                start = time.perf_counter()
+                search(query)
+                best = min(best, time.perf_counter() - start)
+            times[side].append(best * 1000)
+    figures = {
+        side: {f"p{p}_ms": round(float(np.percentile(t, p)), 3) for p in (50, 95)}
+        | {"mean_ms": round(float(np.mean(t)), 3)}
+        for side, t in times.items()
+    }
+    figures["ratio"] = {key: round(figures["bm25s"][key] / figures["ours"][key], 2) for key in figures["ours"]}
+    figures["same_top_k_sets"] = f"{same}/{len(queries)}"
+    return figures
+
+
 def streamed_passages(seed: int, passages: int, chunk: int = 50_000) -> Iterator[list[str]]:
     """The synthetic corpus generated chunk by chunk: it is never whole in memory, as a streamed ir_datasets corpus."""
     rng = np.random.default_rng(seed)
@@ -117,11 +157,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default = 1_000_000 if os.environ.get("ZERDA_BENCH_1M") == "1" else 100_000
     parser.add_argument("--passages", type=int, default=default)
+    parser.add_argument("--peer", action="store_true", help="also time bm25s on the same passages (in memory)")
     parser.add_argument("--reload", type=Path, help=argparse.SUPPRESS)  # child mode: index directory
     parser.add_argument("--no-mmap", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.reload:
         print(json.dumps(reload(args.reload, mmap=not args.no_mmap)))
+        return
+    if args.peer:
+        corpus = list(streamed_passages(SEED, args.passages))
+        index = SparseBM25().fit(corpus)
+        queries = zipf_token_lists(np.random.default_rng(SEED + 1), N_QUERIES, 3, 10)
+        print(
+            json.dumps(
+                {"passages": args.passages, "one_query_per_call": side_by_side(index, corpus, queries)}, indent=2
+            )
+        )
         return
     with tempfile.TemporaryDirectory(prefix="bench-large-") as tmp:
         figures = build(args.passages, Path(tmp))
