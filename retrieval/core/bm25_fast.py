@@ -97,29 +97,9 @@ def _offer(heap_scores, heap_docs, size, k, score, doc):  # type: ignore[no-unty
     return size
 
 
-@numba.njit(cache=True)
-def _find(doc_ids, low, high, doc):  # type: ignore[no-untyped-def]
-    """Position of ``doc`` in the ascending ``doc_ids[low:high]``, or -1."""
-    while low < high:
-        middle = (low + high) >> 1
-        if doc_ids[middle] < doc:
-            low = middle + 1
-        else:
-            high = middle
-    return low if low < len(doc_ids) and doc_ids[low] == doc else -1
-
-
 @numba.njit(cache=True, inline="always")
-def _gallop(doc_ids, low, end, doc):  # type: ignore[no-untyped-def]
-    """First position in ``[low, end)`` whose doc id is >= ``doc`` (``end`` if none): doubling, then halving."""
-    if low >= end or doc_ids[low] >= doc:
-        return low
-    step = 1
-    while low + step < end and doc_ids[low + step] < doc:
-        low += step
-        step <<= 1
-    high = min(low + step, end)
-    low += 1
+def _lower_bound(doc_ids, low, high, doc):  # type: ignore[no-untyped-def]
+    """First position in ``[low, high)`` whose doc id is >= ``doc`` (``high`` if none), by halving."""
     while low < high:
         middle = (low + high) >> 1
         if doc_ids[middle] < doc:
@@ -127,6 +107,18 @@ def _gallop(doc_ids, low, end, doc):  # type: ignore[no-untyped-def]
         else:
             high = middle
     return low
+
+
+@numba.njit(cache=True, inline="always")
+def _gallop(doc_ids, low, end, doc):  # type: ignore[no-untyped-def]
+    """``_lower_bound`` of ``[low, end)`` for a ``doc`` likely near ``low``: doubling steps, then halving."""
+    if low >= end or doc_ids[low] >= doc:
+        return low
+    step = 1
+    while low + step < end and doc_ids[low + step] < doc:
+        low += step
+        step <<= 1
+    return _lower_bound(doc_ids, low + 1, min(low + step, end), doc)
 
 
 @numba.njit(cache=True)
@@ -172,8 +164,8 @@ def _search_one(  # type: ignore[no-untyped-def]
                 full = acc[doc]
                 for later in range(i, n_terms):
                     other = terms[order[later]]
-                    posting = _find(doc_ids, indptr[other], indptr[other + 1], doc)
-                    if posting >= 0:
+                    posting = _lower_bound(doc_ids, indptr[other], indptr[other + 1], doc)
+                    if posting < indptr[other + 1] and doc_ids[posting] == doc:
                         full += counts[order[later]] * _weight(idf[other], tfs[posting], k1_plus_1, norm[doc])
                 heap_scores[j] = full
             theta = max(theta, heap_scores[:k].min())

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from retrieval.core import BM25Index, tokenize
-from retrieval.core.bm25_fast import ARRAYS, SparseBM25
+from retrieval.core.bm25_fast import ARRAYS, SparseBM25, _gallop, _lower_bound
 from tests.arrays import backed_by_memmap
 
 BUNDLED = [
@@ -194,3 +194,21 @@ def test_scores_agree_with_bm25s_lucene() -> None:
     peer_scores = peer.get_scores(["cat", "mat"])
     ours = SparseBM25().fit(corpus).scores(["cat", "mat"])
     np.testing.assert_allclose(ours, 2.5 * np.asarray(peer_scores, dtype=np.float64), rtol=1e-5)
+
+
+def test_lookups_stay_inside_their_posting_list() -> None:
+    """``_lower_bound`` / ``_gallop`` against a brute force, on sub-ranges whose next entry IS the sought doc.
+
+    A search that looked one past its list (into the next term's postings) would report the next term's
+    posting as a match and inflate a pruning bound.
+    """
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        doc_ids = np.sort(rng.choice(200, size=int(rng.integers(1, 60)), replace=False)).astype(np.int32)
+        low = int(rng.integers(0, len(doc_ids)))
+        high = int(rng.integers(low, len(doc_ids) + 1))
+        targets = [int(rng.integers(-1, 201))] + ([int(doc_ids[high])] if high < len(doc_ids) else [])
+        for doc in targets:
+            expected = low + int(np.searchsorted(doc_ids[low:high], doc))
+            assert _lower_bound(doc_ids, low, high, doc) == expected
+            assert _gallop(doc_ids, low, high, doc) == expected
