@@ -7,6 +7,7 @@ time, batched and single-query latency, and index bytes per passage (saved, and 
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import numpy as np
@@ -108,3 +109,21 @@ def test_query_latency(timed, synthetic, index: SparseBM25, peer, batch: int, sy
         role = "peer"
     mode = "batched" if batch > 1 else "one query per call"
     timed(f"scaling: top-{K} over {len(corpus):,}, {mode}", system, run, units=len(queries), role=role, rounds=5)
+
+
+@pytest.mark.parametrize("system", ["ours SparseBM25.top_k_batch", "bm25s retrieve (numba, 1 thread)"])
+def test_query_latency_median(timed, synthetic, index: SparseBM25, peer, system: str) -> None:
+    """p50 of single-query latency: each round is one query (the queries in turn, three passes), median compared."""
+    corpus, queries = synthetic
+    queries = [q for q in queries if q]
+    ours = index.top_k_batch(queries, K)[0]
+    theirs = peer.retrieve(queries, k=K, show_progress=False, n_threads=0)
+    same = sum(set(a.tolist()) == set(b.tolist()) for a, b in zip(ours, theirs[0], strict=True))
+    assert same >= 0.95 * len(queries)
+    turn = itertools.cycle(queries)
+    if system.startswith("ours"):
+        run, role = (lambda: index.top_k_batch([next(turn)], K)), "ours"
+    else:
+        run, role = (lambda: peer.retrieve([next(turn)], k=K, show_progress=False, n_threads=0)), "peer"
+    group = f"scaling: top-{K} over {len(corpus):,}, p50 of one query per call"
+    timed(group, system, run, units=1, role=role, rounds=3 * len(queries), warmup=False, stat="median")

@@ -191,15 +191,16 @@ def _search_one(  # type: ignore[no-untyped-def]
         run_starts[i] = n_touched  # documents first seen in this term's list: one ascending run
         for posting in range(indptr[term], indptr[term + 1]):
             doc = doc_ids[posting]
-            if track:
-                touched[n_touched] = doc  # kept only if unseen: every weight is > 0, so zero means unseen
-                n_touched += acc[doc] == 0.0
+            partial = acc[doc]
+            touched[n_touched] = doc  # kept only if unseen: every weight is > 0, so zero means unseen
+            n_touched += partial == 0.0
             if materialised:
-                acc[doc] += count * weights[posting]
+                partial += count * weights[posting]
             else:
-                acc[doc] += count * _weight(term_idf, tfs[posting], k1_plus_1, norm[doc])
-            if prune and (size < k or acc[doc] > heap_scores[0]):
-                size = _offer(heap_scores, heap_docs, size, k, acc[doc], doc)
+                partial += count * _weight(term_idf, tfs[posting], k1_plus_1, norm[doc])
+            acc[doc] = partial
+            if prune and (size < k or partial > heap_scores[0]):
+                size = _offer(heap_scores, heap_docs, size, k, partial, doc)
         if size == k:
             theta = max(theta, heap_scores[0])
     size = 0
