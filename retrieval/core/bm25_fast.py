@@ -155,10 +155,11 @@ def _search_one(  # type: ignore[no-untyped-def]
     track = prune or 2 * total < len(norm)
     for i in range(n_terms):
         term = terms[order[i]]
-        # Before walking a long list, score the previous term's k best in full (a few lookups): their k-th
-        # best full score may already exceed every bound left.
+        # Before walking a long list, or before pruning, score the previous term's k best in full (a few
+        # lookups): their k-th best full score may exceed every bound left, and a higher theta leaves
+        # fewer documents to look up.
         long_list = indptr[term + 1] - indptr[term] > LOOKAHEAD * k * (n_terms - i)
-        if prune and i > 0 and size == k and remaining[i] >= theta * (1.0 - SLACK) and long_list:
+        if prune and i > 0 and size == k and (long_list or remaining[i] < theta * (1.0 - SLACK)):
             for j in range(k):
                 doc = heap_docs[j]
                 full = acc[doc]
