@@ -274,17 +274,17 @@ def _distinct(rows):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True)
-def _search_serial(  # type: ignore[no-untyped-def]
+def _search_queries(  # type: ignore[no-untyped-def]
     indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows, prune_min,
-    q_indptr, q_rows, acc, touched, out_docs, out_scores,
+    q_indptr, q_rows, first, last, acc, touched, out_docs, out_scores,
 ):  # fmt: skip
+    """Queries ``first`` to ``last - 1`` of a batch, one after another on one workspace."""
     k = out_docs.shape[1]
-    for query in range(len(q_indptr) - 1):
+    for query in range(first, last):
         terms, counts = _distinct(q_rows[q_indptr[query] : q_indptr[query + 1]])
         _search_one(
             indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows, prune_min,
-            terms, counts, k, acc, touched,
-            out_docs[query], out_scores[query],
+            terms, counts, k, acc, touched, out_docs[query], out_scores[query],
         )  # fmt: skip
 
 
@@ -293,17 +293,14 @@ def _search_parallel(  # type: ignore[no-untyped-def]
     indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows, prune_min,
     q_indptr, q_rows, n_chunks, out_docs, out_scores,
 ):  # fmt: skip
-    n_queries, k = out_docs.shape
+    """The batch split into ``n_chunks`` runs of queries, one workspace each, in parallel."""
+    n_queries = out_docs.shape[0]
     for chunk in numba.prange(n_chunks):
-        acc = np.zeros(len(norm))
-        touched = np.empty(len(norm), dtype=np.int32)
-        for query in range(chunk * n_queries // n_chunks, (chunk + 1) * n_queries // n_chunks):
-            terms, counts = _distinct(q_rows[q_indptr[query] : q_indptr[query + 1]])
-            _search_one(
-                indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows, prune_min,
-                terms, counts, k, acc, touched,
-                out_docs[query], out_scores[query],
-            )  # fmt: skip
+        _search_queries(
+            indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows, prune_min,
+            q_indptr, q_rows, chunk * n_queries // n_chunks, (chunk + 1) * n_queries // n_chunks,
+            np.zeros(len(norm)), np.empty(len(norm), dtype=np.int32), out_docs, out_scores,
+        )  # fmt: skip
 
 
 @numba.njit(cache=True)
@@ -508,7 +505,7 @@ class SparseBM25:
             if n_chunks > 1:
                 _search_parallel(*self._arrays(), *query_arrays, n_chunks, docs, scores)
             else:
-                _search_serial(*self._arrays(), *query_arrays, *self._scratch(), docs, scores)
+                _search_queries(*self._arrays(), *query_arrays, 0, len(queries_tokens), *self._scratch(), docs, scores)
         return docs, scores
 
     def _scratch(self) -> tuple[np.ndarray, np.ndarray]:
