@@ -35,10 +35,9 @@ import numpy as np
 from retrieval.core.bm25_fast import SparseBM25
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_bench_scaling import zipf_token_lists  # one generator for every BM25 benchmark
+from test_bench_scaling import N_QUERIES, K, checked_queries, zipf_token_lists  # shared by every BM25 benchmark
 
 SEED = 20261202
-N_QUERIES, K = 200, 10
 
 
 def memory_mb() -> dict[str, float]:
@@ -76,19 +75,14 @@ def latency(index: SparseBM25, queries: list[list[str]]) -> dict[str, float]:
 def side_by_side(index: SparseBM25, corpus: list[list[str]], queries: list[list[str]]) -> dict:
     """One query per call, ours and bm25s (numba, 1 thread) interleaved: best of 3 per query, percentiles.
 
-    bm25s indexes the same passages (so the corpus is held in memory here, unlike ``build``); its top-k
-    is float32 and breaks ties its own way, so the two top-k SETS must agree on at least 95% of queries.
+    bm25s indexes the same passages (so the corpus is held in memory here, unlike ``build``); both sides'
+    top-k are checked first (``checked_queries``).
     """
     import bm25s
 
     peer = bm25s.BM25(k1=index.k1, b=index.b, method="lucene", backend="numba")
     peer.index(corpus, show_progress=False)
-    queries = [query for query in queries if query]  # bm25s rejects an empty query
-    theirs = peer.retrieve(queries, k=K, show_progress=False, n_threads=0)[0]
-    ours = index.top_k_batch(queries, K)[0]
-    same = sum(set(a.tolist()) == set(b.tolist()) for a, b in zip(ours, theirs, strict=True))
-    if same < 0.95 * len(queries):
-        raise SystemExit(f"bm25s and SparseBM25 agree on only {same} of {len(queries)} top-{K} sets")
+    queries, same = checked_queries(index, peer, queries)
     times: dict[str, list[float]] = {"ours": [], "bm25s": []}
     for query in queries:
         for side, search in (

@@ -82,17 +82,26 @@ def one_by_one(search, queries: list[list[str]]) -> list:
     return [search(query) for query in queries]
 
 
+def checked_queries(index: SparseBM25, peer, queries: list[list[str]]) -> tuple[list[list[str]], int]:
+    """The non-empty queries (bm25s rejects an empty one) and on how many both sides agree (checked).
+
+    bm25s scores in float32 and orders ties its own way: the top-k are compared as SETS, and must be equal
+    for at least 95% of the queries.
+    """
+    queries = [query for query in queries if query]
+    ours = index.top_k_batch(queries, K)[0]
+    theirs = peer.retrieve(queries, k=K, show_progress=False, n_threads=0)[0]
+    same = sum(set(a.tolist()) == set(b.tolist()) for a, b in zip(ours, theirs, strict=True))
+    assert same >= 0.95 * len(queries), f"bm25s and SparseBM25 agree on only {same} of {len(queries)} top-{K} sets"
+    return queries, same
+
+
 @pytest.mark.parametrize("system", ["ours SparseBM25.top_k_batch", "bm25s retrieve (numba, 1 thread)"])
 @pytest.mark.parametrize("batch", [N_QUERIES, 1], ids=["batched", "one query per call"])
 def test_query_latency(timed, synthetic, index: SparseBM25, peer, batch: int, system: str) -> None:
     """Top-10 of 200 queries, in one call or one call per query (the path a grid times); same lists on both sides."""
     corpus, queries = synthetic
-    queries = [q for q in queries if q]  # bm25s rejects an empty query
-    ours = index.top_k_batch(queries, K)[0]
-    theirs = peer.retrieve(queries, k=K, show_progress=False, n_threads=0)
-    # bm25s scores in float32 and orders ties its own way: compare the top-k as sets where no tie is near.
-    same = sum(set(a.tolist()) == set(b.tolist()) for a, b in zip(ours, theirs[0], strict=True))
-    assert same >= 0.95 * len(queries)
+    queries, _ = checked_queries(index, peer, queries)
     if system.startswith("ours"):
         run = (
             (lambda: index.top_k_batch(queries, K))
@@ -115,11 +124,7 @@ def test_query_latency(timed, synthetic, index: SparseBM25, peer, batch: int, sy
 def test_query_latency_median(timed, synthetic, index: SparseBM25, peer, system: str) -> None:
     """p50 of single-query latency: each round is one query (the queries in turn, three passes), median compared."""
     corpus, queries = synthetic
-    queries = [q for q in queries if q]
-    ours = index.top_k_batch(queries, K)[0]
-    theirs = peer.retrieve(queries, k=K, show_progress=False, n_threads=0)
-    same = sum(set(a.tolist()) == set(b.tolist()) for a, b in zip(ours, theirs[0], strict=True))
-    assert same >= 0.95 * len(queries)
+    queries, _ = checked_queries(index, peer, queries)
     turn = itertools.cycle(queries)
     if system.startswith("ours"):
         run, role = (lambda: index.top_k_batch([next(turn)], K)), "ours"

@@ -122,6 +122,16 @@ def _gallop(doc_ids, low, end, doc):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True)
+def _bound_order(terms, counts, upper):  # type: ignore[no-untyped-def]
+    """Each query term's bound (``count * largest weight``) and the order terms are summed in: highest
+    bound first, ties by term row. Every path sums in this order, so a score does not depend on the path."""
+    bounds = np.empty(len(terms))
+    for i in range(len(terms)):
+        bounds[i] = counts[i] * upper[terms[i]]
+    return bounds, np.argsort(-bounds, kind="mergesort")
+
+
+@numba.njit(cache=True)
 def _search_one(  # type: ignore[no-untyped-def]
     indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows,
     prune_min, terms, counts, k, acc, touched, out_docs, out_scores,
@@ -131,10 +141,7 @@ def _search_one(  # type: ignore[no-untyped-def]
     ``acc`` (float64) and ``touched`` (int32) have one slot per document; ``acc`` is zero on entry.
     """
     n_terms = len(terms)
-    bounds = np.empty(n_terms)
-    for i in range(n_terms):
-        bounds[i] = counts[i] * upper[terms[i]]
-    order = np.argsort(-bounds, kind="mergesort")  # highest bound first; ties by term row (input order)
+    bounds, order = _bound_order(terms, counts, upper)
     remaining = np.zeros(n_terms + 1)  # remaining[i]: the bounds of terms order[i:] summed
     for i in range(n_terms - 1, -1, -1):
         remaining[i] = remaining[i + 1] + bounds[order[i]]
@@ -304,21 +311,26 @@ def _search_parallel(  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True)
-def _score_row(  # type: ignore[no-untyped-def]
-    indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows, prune_min, rows
-):
+def _score_row(indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, rows):  # type: ignore[no-untyped-def]
     """Every document's score for one query, terms summed in the order ``_search_one`` uses."""
     terms, counts = _distinct(rows)
-    bounds = np.empty(len(terms))
-    for i in range(len(terms)):
-        bounds[i] = counts[i] * upper[terms[i]]
     scores = np.zeros(len(norm))
-    for i in np.argsort(-bounds, kind="mergesort"):
+    for i in _bound_order(terms, counts, upper)[1]:
         term, count = terms[i], counts[i]
         for posting in range(indptr[term], indptr[term + 1]):
             doc = doc_ids[posting]
             scores[doc] += count * _weight(idf[term], tfs[posting], k1_plus_1, norm[doc])
     return scores
+
+
+@numba.njit(cache=True)
+def _posting_weights(indptr, doc_ids, tfs, idf, norm, k1_plus_1):  # type: ignore[no-untyped-def]
+    """Every posting's weight, computed exactly as the search computes it (``_weight``)."""
+    weights = np.empty(len(doc_ids))
+    for term in range(len(indptr) - 1):
+        for posting in range(indptr[term], indptr[term + 1]):
+            weights[posting] = _weight(idf[term], tfs[posting], k1_plus_1, norm[doc_ids[posting]])
+    return weights
 
 
 @numba.njit(cache=True)
@@ -467,7 +479,7 @@ class SparseBM25:
     def _materialise(self) -> None:
         """On a small index, keep every weight (and the densest terms' rows) in memory: no division per posting.
 
-        Computed with the operations of ``_weight`` in the same order, so the numbers do not change.
+        Computed by ``_weight`` itself, so the numbers do not change.
         """
         n_postings = len(self.doc_ids)
         self._weights = np.empty(0)
@@ -476,8 +488,7 @@ class SparseBM25:
         if n_postings > self.materialise_max_postings:
             return
         df = np.diff(self.indptr)
-        tfs = self.tfs.astype(np.float64)
-        self._weights = np.repeat(self.idf, df) * tfs * (self.k1 + 1.0) / (tfs + self.norm[self.doc_ids])
+        self._weights = _posting_weights(self.indptr, self.doc_ids, self.tfs, self.idf, self.norm, self.k1 + 1.0)
         frequent = np.flatnonzero(df >= max(1, DENSE_MIN_DF_SHARE * self.n_docs))
         frequent = frequent[np.argsort(-df[frequent], kind="stable")][: MAX_DENSE_CELLS // max(self.n_docs, 1)]
         self._dense_slot[frequent] = np.arange(len(frequent))
@@ -488,7 +499,8 @@ class SparseBM25:
 
     def scores(self, query_tokens: Iterable[str]) -> np.ndarray:
         """BM25 score of every document for one query, in document order (float64)."""
-        return _score_row(*self._arrays(), self._query_arrays([query_tokens])[1])
+        rows = self._query_arrays([query_tokens])[1]
+        return _score_row(self.indptr, self.doc_ids, self.tfs, self.idf, self.norm, self.upper, self.k1 + 1.0, rows)
 
     def top_k_batch(self, queries_tokens: Sequence[Iterable[str]], k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` documents of each query: ``(indices, scores)`` of shape ``(n_queries, min(k, n_docs))``.
