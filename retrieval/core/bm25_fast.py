@@ -2,21 +2,23 @@
 
 The index keeps, per term, its documents (int32, ascending) and term frequencies (the smallest unsigned
 type that holds the corpus's largest, usually one byte), plus one float64 per term (idf, and the
-term's largest weight) and per document (its length norm ``k1 * (1 - b + b * |d| / avgdl)``): about 5
-bytes per posting, where a float64 weight matrix takes 12. A weight is computed when it is read, with
-the float64 operations of ``BM25Index.fit`` in the same order (``idf * tf * (k1 + 1) / (tf + norm)``),
-so each one is bit-identical to the reference's.
+term's largest weight); per document, its length (again the smallest unsigned type), and one float64 per
+length value (the norm ``k1 * (1 - b + b * |d| / avgdl)``): about 5 bytes per posting, where a float64
+weight matrix takes 12. A weight is computed when it is read, with the float64 operations of
+``BM25Index.fit`` in the same order (``idf * tf * (k1 + 1) / (tf + norm)``), so each one is bit-identical
+to the reference's. Terms in at least an eighth of the documents also keep a column of their tfs (one per
+document), for lookups.
 
 A query is scored term at a time, highest upper bound (``count * largest weight``) first. Once at least
 ``k`` documents have a partial score and the upper bounds of the terms left sum to less than the k-th
 best partial score, no unseen document can reach the top k (MaxScore's argument, as in Lucene and PISA):
-the remaining, frequent terms are then only looked up (binary search in their posting lists) for the
-documents that can still make it, instead of walking postings that cover most of the corpus. The top k
-is exact: a document's score is the same sum in the same term order whether or not pruning happened, and
-the bounds carry a relative slack of 1e-12 against rounding. A query word repeated ``c`` times adds
-``c`` times its weight (issue 18.1: the seed's "Q = number of unique query terms" is a complexity
-remark). Summing in bound order rather than query order moves a score by at most a few ulps (tests:
-1e-9 and identical rankings, ties by lower doc index, on the six bundled datasets).
+the remaining, frequent terms are then only looked up (a read of their tf column, or a gallop through
+their posting lists) for the documents that can still make it, instead of walking postings that cover
+most of the corpus. The top k is exact: a document's score is the same sum in the same term order whether
+or not pruning happened, and the bounds carry a relative slack of 1e-12 against rounding. A query word
+repeated ``c`` times adds ``c`` times its weight (issue 18.1: the seed's "Q = number of unique query
+terms" is a complexity remark). Summing in bound order rather than query order moves a score by at most a
+few ulps (tests: 1e-9 and identical rankings, ties by lower doc index, on the six bundled datasets).
 
 ``fit`` streams the corpus in chunks (never more than one chunk's tokens, plus the finished postings, in
 memory); ``save`` writes ``.npy`` arrays that ``SparseBM25.load(dir, mmap=True)`` serves from the page
@@ -36,7 +38,7 @@ import numpy as np
 
 from retrieval.core.bm25 import DEFAULT_B, DEFAULT_K1, bm25_idf, validate_bm25_params
 
-ARRAYS = ("indptr", "doc_ids", "tfs", "idf", "norm", "upper")
+ARRAYS = ("indptr", "doc_ids", "tfs", "idf", "upper", "lengths", "length_norm", "columns", "column_tfs")
 CHUNK_TOKENS = 1 << 22  # tokens per indexing chunk (16 MB of int32 ids)
 # Relative slack on every pruning bound: a float sum of at most a few hundred terms rounds by far less.
 SLACK = 1e-12
@@ -44,6 +46,9 @@ SLACK = 1e-12
 LOOKAHEAD = 16
 # Queries whose lists hold fewer postings than this are scored exhaustively: pruning would not pay.
 PRUNE_MIN_POSTINGS = 50_000
+# A term in at least this share of the documents also keeps a column of its tfs (one per document, at most
+# 1.6x its postings' bytes): a pruned query looks it up with one read instead of galloping through its list.
+COLUMN_MIN_DF_SHARE = 1 / 8
 # Indexes up to this many postings keep their weights in memory (8 bytes each; not saved), and the rows of
 # terms in at least a quarter of the documents densely, within MAX_DENSE_CELLS float64 cells.
 MATERIALISE_MAX_POSTINGS = 1 << 23
@@ -121,6 +126,19 @@ def _gallop(doc_ids, low, end, doc):  # type: ignore[no-untyped-def]
     return _lower_bound(doc_ids, low + 1, min(low + step, end), doc)
 
 
+@numba.njit(cache=True, inline="always")
+def _tf_of(indptr, doc_ids, tfs, column_slot, column_tfs, term, cursor, doc):  # type: ignore[no-untyped-def]
+    """``(tf of term in doc, 0 if absent; the new cursor)``: one byte read if the term has a tf column, else a
+    gallop through its postings from ``cursor`` (a position in them at or before ``doc``'s)."""
+    if column_slot[term] >= 0:
+        return int(column_tfs[column_slot[term], doc]), cursor
+    end = indptr[term + 1]
+    posting = _gallop(doc_ids, cursor, end, doc)
+    if posting < end and doc_ids[posting] == doc:
+        return int(tfs[posting]), posting
+    return 0, posting
+
+
 @numba.njit(cache=True)
 def _bound_order(terms, counts, upper):  # type: ignore[no-untyped-def]
     """Each query term's bound (``count * largest weight``) and the order terms are summed in: highest
@@ -132,14 +150,14 @@ def _bound_order(terms, counts, upper):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True)
-def _search_one(  # type: ignore[no-untyped-def]
-    indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows,
-    prune_min, terms, counts, k, acc, touched, out_docs, out_scores,
-):  # fmt: skip
+def _search_one(index, prune_min, terms, counts, k, acc, touched, out_docs, out_scores):  # type: ignore[no-untyped-def]
     """Exact top ``k`` of one query into ``out_docs``/``out_scores`` (best first); leaves ``acc`` all zero.
 
-    ``acc`` (float64) and ``touched`` (int32) have one slot per document; ``acc`` is zero on entry.
+    ``index`` is ``SparseBM25._kernel_input()``. ``acc`` (float64) and ``touched`` (int32) have one slot per
+    document; ``acc`` is zero on entry.
     """
+    (indptr, doc_ids, tfs, idf, length_norm, lengths, upper, k1_plus_1,
+     column_slot, column_tfs, weights, dense_slot, dense_rows) = index  # fmt: skip
     n_terms = len(terms)
     bounds, order = _bound_order(terms, counts, upper)
     remaining = np.zeros(n_terms + 1)  # remaining[i]: the bounds of terms order[i:] summed
@@ -159,7 +177,7 @@ def _search_one(  # type: ignore[no-untyped-def]
     # A small (materialised) index is scored exhaustively: walking every list beats pruning's bookkeeping.
     prune = not materialised and total >= prune_min
     # Without pruning, a short corpus is cheaper to scan whole than to track which documents were touched.
-    track = prune or 2 * total < len(norm)
+    track = prune or 2 * total < len(lengths)
     for i in range(n_terms):
         term = terms[order[i]]
         # Before walking a long list, or before pruning, score the previous term's k best in full (a few
@@ -172,9 +190,9 @@ def _search_one(  # type: ignore[no-untyped-def]
                 full = acc[doc]
                 for later in range(i, n_terms):
                     other = terms[order[later]]
-                    posting = _lower_bound(doc_ids, indptr[other], indptr[other + 1], doc)
-                    if posting < indptr[other + 1] and doc_ids[posting] == doc:
-                        full += counts[order[later]] * _weight(idf[other], tfs[posting], k1_plus_1, norm[doc])
+                    tf = _tf_of(indptr, doc_ids, tfs, column_slot, column_tfs, other, indptr[other], doc)[0]
+                    if tf:
+                        full += counts[order[later]] * _weight(idf[other], tf, k1_plus_1, length_norm[lengths[doc]])
                 heap_scores[j] = full
             theta = max(theta, heap_scores[:k].min())
         if prune and i > 0 and remaining[i] < theta * (1.0 - SLACK):
@@ -186,7 +204,7 @@ def _search_one(  # type: ignore[no-untyped-def]
         if not track:  # the plain loops of an exhaustive scan
             if dense_slot[term] >= 0:  # a frequent term: a sequential add beats a scatter
                 row = dense_rows[dense_slot[term]]
-                for doc in range(len(norm)):  # adding 0.0 where the term is absent changes no sum
+                for doc in range(len(lengths)):  # adding 0.0 where the term is absent changes no sum
                     acc[doc] += count * row[doc]
             elif materialised:
                 for posting in range(indptr[term], indptr[term + 1]):
@@ -194,7 +212,7 @@ def _search_one(  # type: ignore[no-untyped-def]
             else:
                 for posting in range(indptr[term], indptr[term + 1]):
                     doc = doc_ids[posting]
-                    acc[doc] += count * _weight(term_idf, tfs[posting], k1_plus_1, norm[doc])
+                    acc[doc] += count * _weight(term_idf, tfs[posting], k1_plus_1, length_norm[lengths[doc]])
             continue
         run_starts[i] = n_touched  # documents first seen in this term's list: one ascending run
         for posting in range(indptr[term], indptr[term + 1]):
@@ -205,7 +223,7 @@ def _search_one(  # type: ignore[no-untyped-def]
             if materialised:
                 partial += count * weights[posting]
             else:
-                partial += count * _weight(term_idf, tfs[posting], k1_plus_1, norm[doc])
+                partial += count * _weight(term_idf, tfs[posting], k1_plus_1, length_norm[lengths[doc]])
             acc[doc] = partial
             if prune and (size < k or partial > heap_scores[0]):
                 size = _offer(heap_scores, heap_docs, size, k, partial, doc)
@@ -230,16 +248,14 @@ def _search_one(  # type: ignore[no-untyped-def]
                     if acc[doc] + remaining[i] < floor:
                         break
                     term = terms[order[i]]
-                    end = indptr[term + 1]
-                    posting = _gallop(doc_ids, cursors[i], end, doc)
-                    cursors[i] = posting
-                    if posting < end and doc_ids[posting] == doc:
-                        acc[doc] += counts[order[i]] * _weight(idf[term], tfs[posting], k1_plus_1, norm[doc])
+                    tf, cursors[i] = _tf_of(indptr, doc_ids, tfs, column_slot, column_tfs, term, cursors[i], doc)
+                    if tf:
+                        acc[doc] += counts[order[i]] * _weight(idf[term], tf, k1_plus_1, length_norm[lengths[doc]])
                 else:
                     if acc[doc] >= floor:
                         size = _offer(heap_scores, heap_docs, size, k, acc[doc], doc)
     elif not track:
-        for doc in range(len(norm)):  # ascending, so only a strictly higher score displaces the root
+        for doc in range(len(lengths)):  # ascending, so only a strictly higher score displaces the root
             if size < k:
                 size = _offer(heap_scores, heap_docs, size, k, acc[doc], doc)
             elif acc[doc] > heap_scores[0]:
@@ -282,65 +298,57 @@ def _distinct(rows):  # type: ignore[no-untyped-def]
 
 @numba.njit(cache=True)
 def _search_queries(  # type: ignore[no-untyped-def]
-    indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows, prune_min,
-    q_indptr, q_rows, first, last, acc, touched, out_docs, out_scores,
-):  # fmt: skip
+    index, prune_min, q_indptr, q_rows, first, last, acc, touched, out_docs, out_scores
+):
     """Queries ``first`` to ``last - 1`` of a batch, one after another on one workspace."""
     k = out_docs.shape[1]
     for query in range(first, last):
         terms, counts = _distinct(q_rows[q_indptr[query] : q_indptr[query + 1]])
-        _search_one(
-            indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows, prune_min,
-            terms, counts, k, acc, touched, out_docs[query], out_scores[query],
-        )  # fmt: skip
+        _search_one(index, prune_min, terms, counts, k, acc, touched, out_docs[query], out_scores[query])
 
 
 @numba.njit(cache=True, parallel=True)
-def _search_parallel(  # type: ignore[no-untyped-def]
-    indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows, prune_min,
-    q_indptr, q_rows, n_chunks, out_docs, out_scores,
-):  # fmt: skip
+def _search_parallel(index, prune_min, q_indptr, q_rows, n_chunks, out_docs, out_scores):  # type: ignore[no-untyped-def]
     """The batch split into ``n_chunks`` runs of queries, one workspace each, in parallel."""
-    n_queries = out_docs.shape[0]
+    n_queries, n_docs = out_docs.shape[0], len(index[5])  # index[5]: lengths, one per document
     for chunk in numba.prange(n_chunks):
-        _search_queries(
-            indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, weights, dense_slot, dense_rows, prune_min,
-            q_indptr, q_rows, chunk * n_queries // n_chunks, (chunk + 1) * n_queries // n_chunks,
-            np.zeros(len(norm)), np.empty(len(norm), dtype=np.int32), out_docs, out_scores,
-        )  # fmt: skip
+        first, last = chunk * n_queries // n_chunks, (chunk + 1) * n_queries // n_chunks
+        acc, touched = np.zeros(n_docs), np.empty(n_docs, dtype=np.int32)
+        _search_queries(index, prune_min, q_indptr, q_rows, first, last, acc, touched, out_docs, out_scores)
 
 
 @numba.njit(cache=True)
-def _score_row(indptr, doc_ids, tfs, idf, norm, upper, k1_plus_1, rows):  # type: ignore[no-untyped-def]
+def _score_row(index, rows):  # type: ignore[no-untyped-def]
     """Every document's score for one query, terms summed in the order ``_search_one`` uses."""
+    indptr, doc_ids, tfs, idf, length_norm, lengths, upper, k1_plus_1 = index[:8]
     terms, counts = _distinct(rows)
-    scores = np.zeros(len(norm))
+    scores = np.zeros(len(lengths))
     for i in _bound_order(terms, counts, upper)[1]:
         term, count = terms[i], counts[i]
         for posting in range(indptr[term], indptr[term + 1]):
             doc = doc_ids[posting]
-            scores[doc] += count * _weight(idf[term], tfs[posting], k1_plus_1, norm[doc])
+            scores[doc] += count * _weight(idf[term], tfs[posting], k1_plus_1, length_norm[lengths[doc]])
     return scores
 
 
 @numba.njit(cache=True)
-def _posting_weights(indptr, doc_ids, tfs, idf, norm, k1_plus_1):  # type: ignore[no-untyped-def]
+def _posting_weights(indptr, doc_ids, tfs, idf, length_norm, lengths, k1_plus_1):  # type: ignore[no-untyped-def]
     """Every posting's weight, computed exactly as the search computes it (``_weight``)."""
     weights = np.empty(len(doc_ids))
     for term in range(len(indptr) - 1):
         for posting in range(indptr[term], indptr[term + 1]):
-            weights[posting] = _weight(idf[term], tfs[posting], k1_plus_1, norm[doc_ids[posting]])
+            weights[posting] = _weight(idf[term], tfs[posting], k1_plus_1, length_norm[lengths[doc_ids[posting]]])
     return weights
 
 
 @numba.njit(cache=True)
-def _upper_bounds(indptr, doc_ids, tfs, idf, norm, k1_plus_1):  # type: ignore[no-untyped-def]
+def _upper_bounds(indptr, doc_ids, tfs, idf, length_norm, lengths, k1_plus_1):  # type: ignore[no-untyped-def]
     """Each term's largest weight, computed exactly as the search computes it."""
     upper = np.zeros(len(indptr) - 1)
     for term in range(len(indptr) - 1):
         best = 0.0
         for posting in range(indptr[term], indptr[term + 1]):
-            weight = _weight(idf[term], tfs[posting], k1_plus_1, norm[doc_ids[posting]])
+            weight = _weight(idf[term], tfs[posting], k1_plus_1, length_norm[lengths[doc_ids[posting]]])
             best = max(best, weight)
         upper[term] = best
     return upper
@@ -356,11 +364,12 @@ def _place(terms, docs, tfs, cursor, out_docs, out_tfs):  # type: ignore[no-unty
         cursor[terms[posting]] = slot + 1
 
 
-def _tf_dtype(largest: int) -> type[np.unsignedinteger]:
+def _smallest_uint(largest: int) -> type[np.unsignedinteger]:
+    """The smallest unsigned type that holds ``largest`` (a term frequency or a document length)."""
     for dtype in (np.uint8, np.uint16, np.uint32):
         if largest <= np.iinfo(dtype).max:
             return dtype
-    raise ValueError(f"a term occurs {largest} times in one document; at most {np.iinfo(np.uint32).max} supported")
+    raise ValueError(f"a document of {largest} tokens; at most {np.iinfo(np.uint32).max} supported")
 
 
 def _chunk_postings(term_ids: array, lengths: array, first_doc: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -392,14 +401,17 @@ class SparseBM25:
         self.doc_ids = np.empty(0, dtype=np.int32)
         self.tfs = np.empty(0, dtype=np.uint8)
         self.idf = np.empty(0, dtype=np.float64)
-        self.norm = np.empty(0, dtype=np.float64)
         self.upper = np.empty(0, dtype=np.float64)
+        self.lengths = np.empty(0, dtype=np.uint8)
+        self.length_norm = np.empty(0, dtype=np.float64)
+        self.columns = np.empty(0, dtype=np.int64)
+        self.column_tfs = np.empty((0, 0), dtype=np.uint8)
         self._workspace = threading.local()
         self._materialise()
 
     @property
     def n_docs(self) -> int:
-        return len(self.norm)
+        return len(self.lengths)
 
     @property
     def nbytes(self) -> int:
@@ -438,7 +450,7 @@ class SparseBM25:
             df += np.bincount(terms, minlength=n_terms)
         indptr = np.zeros(n_terms + 1, dtype=np.int64)
         np.cumsum(df, out=indptr[1:])
-        tf_dtype = _tf_dtype(max((int(tfs.max()) for _, _, tfs in chunks if len(tfs)), default=0))
+        tf_dtype = _smallest_uint(max((int(tfs.max()) for _, _, tfs in chunks if len(tfs)), default=0))
         doc_ids = np.empty(indptr[-1], dtype=np.int32)
         tfs = np.empty(indptr[-1], dtype=tf_dtype)
         cursor = indptr[:-1].copy()
@@ -446,14 +458,22 @@ class SparseBM25:
             chunk_terms, chunk_docs, chunk_tfs = chunks.pop(0)
             _place(chunk_terms, chunk_docs, chunk_tfs.astype(tf_dtype), cursor, doc_ids, tfs)
         doc_lengths = np.frombuffer(lengths, dtype=np.int64)
+        longest = int(doc_lengths.max()) if n_docs else 0
         self.vocabulary = vocabulary
         self.avg_dl = int(doc_lengths.sum()) / n_docs if n_docs else 0.0
-        # Same operations, same order as BM25Index.fit, so each weight is bit-identical.
+        # A document's norm depends only on its length: one float64 per length, the same operations in the
+        # same order as BM25Index.fit, so each weight is bit-identical.
         avg_dl = self.avg_dl or 1.0
-        self.norm = self.k1 * (1.0 - self.b + self.b * doc_lengths.astype(np.float64) / avg_dl)
+        self.lengths = doc_lengths.astype(_smallest_uint(longest))
+        self.length_norm = self.k1 * (1.0 - self.b + self.b * np.arange(longest + 1, dtype=np.float64) / avg_dl)
         self.idf = np.array([bm25_idf(n_docs, int(count)) for count in df], dtype=np.float64)
         self.indptr, self.doc_ids, self.tfs = indptr, doc_ids, tfs
-        self.upper = _upper_bounds(indptr, doc_ids, tfs, self.idf, self.norm, self.k1 + 1.0)
+        self.upper = _upper_bounds(indptr, doc_ids, tfs, self.idf, self.length_norm, self.lengths, self.k1 + 1.0)
+        self.columns = np.flatnonzero(df >= max(1.0, COLUMN_MIN_DF_SHARE * n_docs))
+        self.column_tfs = np.zeros((len(self.columns), n_docs), dtype=tf_dtype)
+        for slot, term in enumerate(self.columns):
+            span = slice(indptr[term], indptr[term + 1])
+            self.column_tfs[slot, doc_ids[span]] = tfs[span]
         self._materialise()
         return self
 
@@ -470,17 +490,21 @@ class SparseBM25:
             indptr.append(len(rows))
         return np.array(indptr, dtype=np.int64), np.array(rows, dtype=np.int64)
 
-    def _arrays(self) -> tuple:
+    def _kernel_input(self) -> tuple:
+        """Everything the kernels read, in the order they unpack it."""
         return (
-            self.indptr, self.doc_ids, self.tfs, self.idf, self.norm, self.upper, self.k1 + 1.0,
-            self._weights, self._dense_slot, self._dense_rows, self.prune_min_postings,
+            self.indptr, self.doc_ids, self.tfs, self.idf, self.length_norm, self.lengths, self.upper, self.k1 + 1.0,
+            self._column_slot, self.column_tfs, self._weights, self._dense_slot, self._dense_rows,
         )  # fmt: skip
 
     def _materialise(self) -> None:
-        """On a small index, keep every weight (and the densest terms' rows) in memory: no division per posting.
+        """Derive the in-memory helpers: each term's column slot (-1: none) and, on a small index, every
+        weight (and the densest terms' rows), so no posting needs a division.
 
-        Computed by ``_weight`` itself, so the numbers do not change.
+        Weights are computed by ``_weight`` itself, so the numbers do not change.
         """
+        self._column_slot = np.full(len(self.idf), -1, dtype=np.int64)
+        self._column_slot[self.columns] = np.arange(len(self.columns))
         n_postings = len(self.doc_ids)
         self._weights = np.empty(0)
         self._dense_slot = np.full(len(self.idf), -1, dtype=np.int64)
@@ -488,7 +512,9 @@ class SparseBM25:
         if n_postings > self.materialise_max_postings:
             return
         df = np.diff(self.indptr)
-        self._weights = _posting_weights(self.indptr, self.doc_ids, self.tfs, self.idf, self.norm, self.k1 + 1.0)
+        self._weights = _posting_weights(
+            self.indptr, self.doc_ids, self.tfs, self.idf, self.length_norm, self.lengths, self.k1 + 1.0
+        )
         frequent = np.flatnonzero(df >= max(1, DENSE_MIN_DF_SHARE * self.n_docs))
         frequent = frequent[np.argsort(-df[frequent], kind="stable")][: MAX_DENSE_CELLS // max(self.n_docs, 1)]
         self._dense_slot[frequent] = np.arange(len(frequent))
@@ -499,8 +525,7 @@ class SparseBM25:
 
     def scores(self, query_tokens: Iterable[str]) -> np.ndarray:
         """BM25 score of every document for one query, in document order (float64)."""
-        rows = self._query_arrays([query_tokens])[1]
-        return _score_row(self.indptr, self.doc_ids, self.tfs, self.idf, self.norm, self.upper, self.k1 + 1.0, rows)
+        return _score_row(self._kernel_input(), self._query_arrays([query_tokens])[1])
 
     def top_k_batch(self, queries_tokens: Sequence[Iterable[str]], k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` documents of each query: ``(indices, scores)`` of shape ``(n_queries, min(k, n_docs))``.
@@ -512,12 +537,14 @@ class SparseBM25:
         docs = np.zeros((len(queries_tokens), width), dtype=np.int64)
         scores = np.zeros((len(queries_tokens), width), dtype=np.float64)
         if width and len(queries_tokens):
-            query_arrays = self._query_arrays(queries_tokens)
+            index, prune_min = self._kernel_input(), self.prune_min_postings
+            q_indptr, q_rows = self._query_arrays(queries_tokens)
             n_chunks = min(len(queries_tokens), numba.get_num_threads())
             if n_chunks > 1:
-                _search_parallel(*self._arrays(), *query_arrays, n_chunks, docs, scores)
+                _search_parallel(index, prune_min, q_indptr, q_rows, n_chunks, docs, scores)
             else:
-                _search_queries(*self._arrays(), *query_arrays, 0, len(queries_tokens), *self._scratch(), docs, scores)
+                acc, touched = self._scratch()
+                _search_queries(index, prune_min, q_indptr, q_rows, 0, len(queries_tokens), acc, touched, docs, scores)
         return docs, scores
 
     def _scratch(self) -> tuple[np.ndarray, np.ndarray]:

@@ -28,7 +28,9 @@ from zerda_eval.hashing import content_hash, file_sha256, texts_sha256
 from zerda_eval.store.build_costs import must_rebuild, record_build
 from zerda_eval.store.files import atomic_write_text, build_lock, file_mode, write_error
 
-FORMAT_VERSION = 3  # 2: entry.json with checksums and build seconds; 3: posting lists of doc ids and tfs
+# 2: entry.json with checksums and build seconds; 3: posting lists of doc ids and tfs; 4: document lengths
+# (and a norm per length) instead of a norm per document, tf columns of frequent terms
+FORMAT_VERSION = 4
 ENTRY_FILE = "entry.json"
 
 

@@ -7,6 +7,7 @@ indexes, the default here), weights computed per posting and scored exhaustively
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -152,10 +153,30 @@ def test_pruned_top_k_is_exact_on_a_zipfian_corpus() -> None:
     postings = [sum(df[fast.vocabulary[w]] for w in set(q) if w in fast.vocabulary) for q in queries]
     pruned = [q for q, n in zip(queries, postings, strict=True) if n >= fast.prune_min_postings]
     assert len(pruned) >= 30  # most queries take the pruned path
+    column_terms = {fast.vocabulary[w] for w in set().union(*pruned)} & set(fast.columns.tolist())
+    assert len(column_terms) >= 5  # ... and look frequent terms up in their tf columns
     for k in (10, 100):
         assert_same_top_k(fast, ref, queries, k)
         for query in queries[:10]:
             assert_same_top_k(fast, ref, [query], k)
+
+
+def test_lengths_and_tf_columns_hold_the_corpus_and_weights_are_bit_identical() -> None:
+    """Documents keep their lengths (one norm per length), terms in at least an eighth of the documents a
+    column of their tfs; a one-word query's scores are the reference's to the last bit."""
+    rng = np.random.default_rng(11)
+    words = [f"w{i}" for i in range(300)]
+    corpus = [[words[min(z, 299)] for z in rng.zipf(1.3, size=rng.integers(0, 90)) - 1] for _ in range(2_000)]
+    fast, ref = SparseBM25().fit(corpus), BM25Index().fit(corpus)
+    assert fast.lengths.tolist() == [len(doc) for doc in corpus]
+    df = Counter(word for doc in corpus for word in set(doc))
+    frequent = sorted(fast.vocabulary[word] for word, count in df.items() if 8 * count >= len(corpus))
+    assert fast.columns.tolist() == frequent and len(frequent) >= 5
+    for slot, row in enumerate(fast.columns):
+        word = next(word for word, r in fast.vocabulary.items() if r == row)
+        assert fast.column_tfs[slot].tolist() == [doc.count(word) for doc in corpus]
+    for word in list(df)[:60]:
+        np.testing.assert_array_equal(fast.scores([word]), ref.scores([word]))
 
 
 def test_empty_corpus_and_non_positive_k() -> None:
