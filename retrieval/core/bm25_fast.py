@@ -6,8 +6,8 @@ term's largest weight); per document, its length (again the smallest unsigned ty
 length value (the norm ``k1 * (1 - b + b * |d| / avgdl)``): about 5 bytes per posting, where a float64
 weight matrix takes 12. A weight is computed when it is read, with the float64 operations of
 ``BM25Index.fit`` in the same order (``idf * tf * (k1 + 1) / (tf + norm)``), so each one is bit-identical
-to the reference's. Terms in at least an eighth of the documents also keep a column of their tfs (one per
-document), for lookups.
+to the reference's. On a large index, terms in at least an eighth of the documents also keep a column of
+their tfs (one per document), for lookups.
 
 A query is scored term at a time, highest upper bound (``count * largest weight``) first. Once at least
 ``k`` documents have a partial score and the upper bounds of the terms left sum to less than the k-th
@@ -46,8 +46,8 @@ SLACK = 1e-12
 LOOKAHEAD = 16
 # Queries whose lists hold fewer postings than this are scored exhaustively: pruning would not pay.
 PRUNE_MIN_POSTINGS = 50_000
-# A term in at least this share of the documents also keeps a column of its tfs (one per document, at most
-# 1.6x its postings' bytes): a pruned query looks it up with one read instead of galloping through its list.
+# On an index that prunes, a term in at least this share of the documents also keeps a column of its tfs (one
+# per document, at most 1.6x its postings' bytes): a lookup is one read instead of a gallop through its list.
 COLUMN_MIN_DF_SHARE = 1 / 8
 # Indexes up to this many postings keep their weights in memory (8 bytes each; not saved), and the rows of
 # terms in at least a quarter of the documents densely, within MAX_DENSE_CELLS float64 cells.
@@ -469,7 +469,11 @@ class SparseBM25:
         self.idf = np.array([bm25_idf(n_docs, int(count)) for count in df], dtype=np.float64)
         self.indptr, self.doc_ids, self.tfs = indptr, doc_ids, tfs
         self.upper = _upper_bounds(indptr, doc_ids, tfs, self.idf, self.length_norm, self.lengths, self.k1 + 1.0)
-        self.columns = np.flatnonzero(df >= max(1.0, COLUMN_MIN_DF_SHARE * n_docs))
+        # Only pruned queries read columns, and only an index that is not materialised prunes.
+        pruning = len(doc_ids) > self.materialise_max_postings
+        self.columns = (
+            np.flatnonzero(df >= max(1.0, COLUMN_MIN_DF_SHARE * n_docs)) if pruning else np.empty(0, np.int64)
+        )
         self.column_tfs = np.zeros((len(self.columns), n_docs), dtype=tf_dtype)
         for slot, term in enumerate(self.columns):
             span = slice(indptr[term], indptr[term + 1])
