@@ -38,6 +38,9 @@ import numpy as np
 
 from retrieval.core.bm25 import DEFAULT_B, DEFAULT_K1, bm25_idf, validate_bm25_params
 
+# The layout ``save`` writes (in meta.json; ``load`` refuses any other). 3: posting lists of doc ids and tfs,
+# a norm per document; 4: document lengths and a norm per length, tf columns of frequent terms.
+SAVE_FORMAT = 4
 ARRAYS = ("indptr", "doc_ids", "tfs", "idf", "upper", "lengths", "length_norm", "columns", "column_tfs")
 CHUNK_TOKENS = 1 << 22  # tokens per indexing chunk (16 MB of int32 ids)
 # Relative slack on every pruning bound: a float sum of at most a few hundred terms rounds by far less.
@@ -566,7 +569,7 @@ class SparseBM25:
         for name in ARRAYS:
             np.save(directory / f"{name}.npy", getattr(self, name))
         terms = sorted(self.vocabulary, key=self.vocabulary.__getitem__)
-        meta = {"k1": self.k1, "b": self.b, "avg_dl": self.avg_dl}
+        meta = {"format": SAVE_FORMAT, "k1": self.k1, "b": self.b, "avg_dl": self.avg_dl}
         (directory / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
         (directory / "vocabulary.json").write_text(json.dumps(terms, ensure_ascii=False), encoding="utf-8")
 
@@ -575,6 +578,12 @@ class SparseBM25:
         """Read an index written by ``save``; with ``mmap`` the arrays stay on disk, paged in on use."""
         directory = Path(directory)
         meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
+        if meta.get("format") != SAVE_FORMAT:
+            found = meta.get("format", "3 or older")
+            raise ValueError(
+                f"{directory}: a SparseBM25 index in format {found}, this version reads format {SAVE_FORMAT}; "
+                "rebuild it (fit, then save)"
+            )
         terms = json.loads((directory / "vocabulary.json").read_text(encoding="utf-8"))
         index = cls(k1=meta["k1"], b=meta["b"])
         index.avg_dl = meta["avg_dl"]

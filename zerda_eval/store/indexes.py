@@ -22,21 +22,28 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from retrieval.core.bm25_fast import SparseBM25
+from retrieval.core.bm25_fast import SAVE_FORMAT, SparseBM25
 from zerda_eval.errors import ZerdaEvalWarning
 from zerda_eval.hashing import content_hash, file_sha256, texts_sha256
 from zerda_eval.store.build_costs import must_rebuild, record_build
 from zerda_eval.store.files import atomic_write_text, build_lock, file_mode, write_error
 
-# 2: entry.json with checksums and build seconds; 3: posting lists of doc ids and tfs; 4: document lengths
-# (and a norm per length) instead of a norm per document, tf columns of frequent terms
-FORMAT_VERSION = 4
+# The store's own layout (2: entry.json with checksums and build seconds); the key also carries the index's
+# SAVE_FORMAT, so an index in an older format is never reused.
+FORMAT_VERSION = 2
 ENTRY_FILE = "entry.json"
 
 
 def index_key(k1: float, b: float, analyzer: dict[str, Any], texts: Sequence[str]) -> str:
     """The cache key of the BM25 index of ``texts`` (hex SHA-256)."""
-    payload = {"format": FORMAT_VERSION, "k1": k1, "b": b, "analyzer": analyzer, "texts": texts_sha256(texts)}
+    payload = {
+        "format": FORMAT_VERSION,
+        "index_format": SAVE_FORMAT,
+        "k1": k1,
+        "b": b,
+        "analyzer": analyzer,
+        "texts": texts_sha256(texts),
+    }
     return content_hash(payload)
 
 

@@ -6,6 +6,7 @@ indexes, the default here), weights computed per posting and scored exhaustively
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 from retrieval.core import BM25Index, tokenize
-from retrieval.core.bm25_fast import ARRAYS, SparseBM25, _gallop, _lower_bound
+from retrieval.core.bm25_fast import ARRAYS, SAVE_FORMAT, SparseBM25, _gallop, _lower_bound
 from tests.arrays import backed_by_memmap
 
 BUNDLED = [
@@ -206,6 +207,22 @@ def test_saved_index_loads_memory_mapped_with_the_same_results(tmp_path) -> None
     queries = [["cat", "the"], ["الكتاب"], ["unknown"]]
     for got, want in zip(loaded.top_k_batch(queries, 4), fast.top_k_batch(queries, 4), strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("saved_format", [None, 3])
+def test_an_index_saved_in_another_format_is_refused_in_one_line(tmp_path, saved_format: int | None) -> None:
+    """An index written by an older SparseBM25 (no lengths, a norm per document) must not load half-read."""
+    SparseBM25().fit([["a", "b"], ["b"]]).save(tmp_path)
+    meta_path = tmp_path / "meta.json"
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    assert meta["format"] == SAVE_FORMAT
+    meta.pop("format")
+    if saved_format is not None:
+        meta["format"] = saved_format
+    meta_path.write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"{tmp_path}.*format.*rebuild") as raised:
+        SparseBM25.load(tmp_path)
+    assert "\n" not in str(raised.value)
 
 
 def test_scores_agree_with_bm25s_lucene() -> None:
