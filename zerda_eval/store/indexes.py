@@ -1,13 +1,13 @@
 """Fast BM25 indexes on disk: built once per (corpus, k1, b, analyzer), then memory-mapped by every cell.
 
-``<cache_dir>/bm25/<key>/`` holds ``SparseBM25.save``'s files, ``key = content_hash(k1, b, analyzer,
-texts_sha256 of the texts)``, and ``entry.json``: the SHA-256 of each of those files and ``build_s``, the seconds
-the build took (fit + save). The index is built in a temporary directory and renamed into place while
-holding a lock file, so concurrent Dask workers build it once and no reader ever sees half an index.
-An entry is verified against its checksums when opened (once per process and file version:
+``<cache_dir>/bm25/<key>/`` holds ``SparseBM25.save``'s files, ``key = content_hash(store and index formats,
+k1, b, analyzer, texts_sha256 of the texts)``, and ``entry.json``: the SHA-256 of each of those files and
+``build_s``, the seconds the build took (fit + save). The index is built in a temporary directory and renamed
+into place while holding a lock file, so concurrent Dask workers build it once and no reader ever sees half an
+index. An entry is verified against its checksums when opened (once per process and file version:
 ``hashing.file_sha256`` memoises by path, size, mtime, inode and ctime); one that fails, or does not load, is
-rebuilt with a warning, and ``--force`` rebuilds it once per process. On a hit the cell's
-``index_time_s`` is the memory-mapped load and its ``index_build_s`` the recorded ``build_s``.
+rebuilt with a warning, and ``--force`` rebuilds it once per process. On a hit the cell's ``index_time_s`` is
+the memory-mapped load and its ``index_build_s`` the recorded ``build_s``.
 """
 
 from __future__ import annotations
