@@ -372,7 +372,7 @@ def _smallest_uint(largest: int) -> type[np.unsignedinteger]:
     for dtype in (np.uint8, np.uint16, np.uint32):
         if largest <= np.iinfo(dtype).max:
             return dtype
-    raise ValueError(f"a document of {largest} tokens; at most {np.iinfo(np.uint32).max} supported")
+    raise ValueError(f"a document of at least {largest} tokens; at most {np.iinfo(np.uint32).max} supported")
 
 
 def _chunk_postings(term_ids: array, lengths: array, first_doc: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
