@@ -110,8 +110,8 @@ class TunedKeywordRetriever(KeywordRetriever):
 class ZerdaKeyword(System):
     """seed 000 ``KeywordRetriever``: BM25, scores divided by the best of the top ``2k``.
 
-    ``engine="fast"`` gives the same answers from ``retrieval.core.bm25_fast.SparseBM25`` (sparse
-    matrix, scipy). Both engines tokenize with the system's analyzer (``ANALYZER_PARAMS``).
+    ``engine="fast"`` gives the same answers from ``retrieval.core.bm25_fast.SparseBM25`` (posting
+    lists, numba). Both engines tokenize with the system's analyzer (``ANALYZER_PARAMS``).
     ``no_answer_threshold`` compares the raw BM25 of the top hit (before the division).
     """
 
