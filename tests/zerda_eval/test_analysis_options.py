@@ -64,13 +64,15 @@ def collection(normalization: str = "none") -> Collection:
 
 
 def variants() -> list[tuple[str, dict]]:
-    """Every family once (zerda.keyword once per engine), with its quickest settings."""
+    """Every family once (zerda.keyword and zerda.hybrid's keyword branch once per engine), quickest settings."""
     cases = []
     for family, cls in sorted(SYSTEMS.items()):
         specs = cls.all_specs()
         base = {"dim": 64} if "dim" in specs else {}
         if family == "zerda.keyword":
             cases += [(family, {"engine": "reference"}), (family, {"engine": "fast"})]
+        elif family == "zerda.hybrid":
+            cases += [(family, {**base, "keyword_engine": engine}) for engine in ("reference", "fast")]
         else:
             cases.append((family, base))
     return cases

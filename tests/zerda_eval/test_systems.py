@@ -396,9 +396,10 @@ def test_pipeline_dense_equals_brute_force_cosine(cranfield_small: Collection, l
 # ---------------------------------------------------------------- zerda.hybrid vs the seed HybridRetriever
 
 
+@pytest.mark.parametrize("keyword_engine", ["reference", "fast"])
 @pytest.mark.parametrize(("rrf_order", "weights"), [("as_documented", (0.6, 0.3)), ("fixed", (0.2, 0.9))])
 def test_zerda_hybrid_equals_the_seed_hybrid_retriever(
-    rrf_order: str, weights, cranfield_small: Collection, lsa_small
+    rrf_order: str, weights, keyword_engine: str, cranfield_small: Collection, lsa_small
 ) -> None:
     collection = cranfield_small
     distinct = {" ".join(t.lower().split()) for t in collection.texts}  # the merge key: case + whitespace
@@ -410,6 +411,7 @@ def test_zerda_hybrid_equals_the_seed_hybrid_retriever(
         "rrf_order": rrf_order,
         "vector_weight": vector_weight,
         "keyword_weight": keyword_weight,
+        "keyword_engine": keyword_engine,
     }
     system = build_system("zerda.hybrid", params)
     system.index(collection)
@@ -438,16 +440,32 @@ def test_zerda_hybrid_equals_the_seed_hybrid_retriever(
         assert len(set(texts)) == len(texts)  # duplicates collapsed in the results too
 
 
-def test_zerda_hybrid_passes_k1_b_to_its_keyword_branch(cranfield_small: Collection) -> None:
+@pytest.mark.parametrize("keyword_engine", ["reference", "fast"])
+def test_zerda_hybrid_passes_k1_b_to_its_keyword_branch(keyword_engine: str, cranfield_small: Collection) -> None:
     """With the vector weight 0 and no RRF bonus, the hybrid's scores are the keyword family's (k1, b)."""
     bm25 = {"k1": 0.9, "b": 0.4}
-    only_keyword = {**FAST, **bm25, "vector_weight": 0.0, "keyword_weight": 1.0}
+    only_keyword = {**FAST, **bm25, "vector_weight": 0.0, "keyword_weight": 1.0, "keyword_engine": keyword_engine}
     hybrid = run("zerda.hybrid", only_keyword, cranfield_small, 10)
     keyword = run("zerda.keyword", bm25, cranfield_small, 10)
     default = run("zerda.keyword", {}, cranfield_small, 10)
     for qid in cranfield_small.queries:
         np.testing.assert_allclose([s for _, s in hybrid[qid]], [s for _, s in keyword[qid]], atol=1e-12)
     assert hybrid != default
+
+
+def test_zerda_hybrid_fast_keyword_branch_reuses_the_stored_bm25_index(tmp_path, english: Collection) -> None:
+    """``keyword_engine = "fast"`` reads the index ``zerda.keyword``'s fast engine stored: one build per corpus."""
+    keyword = build_system("zerda.keyword", {"engine": "fast"})
+    keyword.index(english, cache_dir=tmp_path)
+    stored = sorted(path.name for path in (tmp_path / "bm25").iterdir() if path.is_dir())
+    hybrid = build_system("zerda.hybrid", {**FAST, "keyword_engine": "fast", "vector_weight": 0.0})
+    hybrid.index(english, cache_dir=tmp_path)
+    assert sorted(path.name for path in (tmp_path / "bm25").iterdir() if path.is_dir()) == stored
+    assert len(stored) == 1
+    reference = run("zerda.hybrid", {**FAST, "vector_weight": 0.0}, english, 5)
+    for qid, results in hybrid.search(english.queries, 5).items():
+        assert [d for d, _ in results] == [d for d, _ in reference[qid]]
+        np.testing.assert_allclose([s for _, s in results], [s for _, s in reference[qid]], rtol=0, atol=1e-12)
 
 
 def test_zerda_hybrid_top_k_caps_the_depth(english: Collection) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tempfile
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -39,6 +40,8 @@ from zerda_eval.systems.base import System
 from zerda_eval.systems.encoders import EMBEDDER_PARAMS, CorpusVectors, MatrixVectorAdapter, corpus_vectors
 from zerda_eval.systems.params import ParamSpec
 
+BM25_ENGINES = ("reference", "fast")
+ENGINE_HELP = "reference = the seed's pure-Python BM25Scorer; fast = SparseBM25 (same top k, scores to a few ulps)"
 BM25_PARAMS = {
     "k1": ParamSpec(DEFAULT_K1, "float", "BM25 term-frequency saturation", minimum=0.0),
     "b": ParamSpec(DEFAULT_B, "float", "BM25 length normalisation", minimum=0.0, maximum=1.0),
@@ -98,13 +101,47 @@ class AnalyzedBM25Scorer(BM25Scorer):
         return hits
 
 
-class TunedKeywordRetriever(KeywordRetriever):
-    """seed 000 ``KeywordRetriever`` with its ``BM25Scorer`` built from k1, b and the system's analyzer
-    (the seed hard-codes default k1, b and its tokenizer)."""
+class SparseBM25Scorer(AnalyzedBM25Scorer):
+    """``AnalyzedBM25Scorer`` answered by ``retrieval.core.bm25_fast.SparseBM25`` (the fast engine): the
+    reference's top k, scores within a few ulps (a query's terms are summed highest bound first).
 
-    def __init__(self, config: ContextEngineConfig, k1: float, b: float, analyze: Any):
+    ``build`` turns the documents into the index (from the index store when the run has a cache directory).
+    """
+
+    def __init__(self, k1: float, b: float, analyze: Any, build: Callable[[list[str]], Any]):
+        super().__init__(k1=k1, b=b, analyze=analyze)
+        self._build = build
+
+    def index(self, documents: list[str]) -> None:
+        self._sparse = self._build(documents)
+
+    def score(self, query: str, top_k: int = 20) -> list[tuple[int, float]]:
+        rows, scores = self._sparse.top_k_batch([self.analyze(query)], top_k)
+        hits = list(zip(rows[0].tolist(), scores[0].tolist(), strict=True))
+        self.last_top_score = hits[0][1] if hits else None
+        return hits
+
+
+class TunedKeywordRetriever(KeywordRetriever):
+    """seed 000 ``KeywordRetriever`` over the given scorer (the seed builds one with default k1, b and its
+    tokenizer)."""
+
+    def __init__(self, config: ContextEngineConfig, scorer: AnalyzedBM25Scorer):
         super().__init__(config)
-        self._bm25 = AnalyzedBM25Scorer(k1=k1, b=b, analyze=analyze)
+        self._bm25 = scorer
+
+
+def keyword_scorer(
+    params: dict[str, Any], engine: str, analysis: Analysis, cache_dir: Path | None
+) -> AnalyzedBM25Scorer:
+    """The BM25 scorer of ``engine`` ("reference": the seed's, pure Python; "fast": ``SparseBM25``)."""
+    analyze = analysis.analyzer()
+    if engine == "reference":
+        return AnalyzedBM25Scorer(k1=params["k1"], b=params["b"], analyze=analyze)
+    described = analysis.describe()
+    return SparseBM25Scorer(
+        params["k1"], params["b"], analyze, lambda texts: _sparse_bm25(texts, analyze, params, described, cache_dir)
+    )
 
 
 class ZerdaKeyword(System):
@@ -119,9 +156,7 @@ class ZerdaKeyword(System):
     description = "zerda KeywordRetriever (BM25, max-normalised)"
     param_specs: ClassVar[dict[str, ParamSpec]] = {
         **BM25_PARAMS,
-        "engine": ParamSpec(
-            "reference", "str", "reference = the seed's pure-Python BM25Scorer", choices=("reference", "fast")
-        ),
+        "engine": ParamSpec("reference", "str", ENGINE_HELP, choices=BM25_ENGINES),
         **ANALYZER_PARAMS,
     }
 
@@ -133,7 +168,8 @@ class ZerdaKeyword(System):
         if p["engine"] == "fast":
             self._fast = _sparse_bm25(collection.texts, self._analyze, p, analysis.describe(), cache_dir)
         else:
-            self._retriever = TunedKeywordRetriever(ContextEngineConfig(), p["k1"], p["b"], self._analyze)
+            scorer = keyword_scorer(p, "reference", analysis, cache_dir)
+            self._retriever = TunedKeywordRetriever(ContextEngineConfig(), scorer)
             self._retriever.index_chunks(collection_chunks(collection))
 
     def _scored(self, text: str, k: int) -> tuple[Ranking, float | None]:
@@ -289,6 +325,7 @@ class ZerdaHybrid(System):
         "keyword_weight": ParamSpec(
             RetrieverConfig.keyword_weight, "float", "weight of the keyword score", minimum=0.0
         ),
+        "keyword_engine": ParamSpec("reference", "str", f"keyword branch: {ENGINE_HELP}", choices=BM25_ENGINES),
         "rrf_order": ParamSpec(
             RetrieverConfig.rrf_order,
             "str",
@@ -312,7 +349,7 @@ class ZerdaHybrid(System):
             )
         )
         analysis = self.analysis(collection)
-        keyword = TunedKeywordRetriever(config, p["k1"], p["b"], analysis.analyzer())
+        keyword = TunedKeywordRetriever(config, keyword_scorer(p, p["keyword_engine"], analysis, cache_dir))
         keyword.index_chunks(collection_chunks(collection))
         vector = vector_retriever(collection, p, config.retriever.min_vector_score, cache_dir, analysis)
         self._retriever = HybridRetriever(config, vector_retriever=vector, keyword_retriever=keyword)
