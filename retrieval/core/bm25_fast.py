@@ -429,6 +429,11 @@ class SparseBM25:
     def __len__(self) -> int:
         return self.n_docs
 
+    @property
+    def _materialised(self) -> bool:
+        """Whether the index is small enough to keep its weights in memory (and so never prunes)."""
+        return len(self.doc_ids) <= self.materialise_max_postings
+
     def fit(self, corpus_tokens: Iterable[list[str]]) -> SparseBM25:
         """Index documents given as token lists (the input of ``BM25Index.fit``) in ONE streamed pass.
 
@@ -473,10 +478,8 @@ class SparseBM25:
         self.indptr, self.doc_ids, self.tfs = indptr, doc_ids, tfs
         self.upper = _upper_bounds(indptr, doc_ids, tfs, self.idf, self.length_norm, self.lengths, self.k1 + 1.0)
         # Only pruned queries read columns, and only an index that is not materialised prunes.
-        pruning = len(doc_ids) > self.materialise_max_postings
-        self.columns = (
-            np.flatnonzero(df >= max(1.0, COLUMN_MIN_DF_SHARE * n_docs)) if pruning else np.empty(0, np.int64)
-        )
+        frequent = df >= max(1.0, COLUMN_MIN_DF_SHARE * n_docs)
+        self.columns = np.empty(0, np.int64) if self._materialised else np.flatnonzero(frequent)
         self.column_tfs = np.zeros((len(self.columns), n_docs), dtype=tf_dtype)
         for slot, term in enumerate(self.columns):
             span = slice(indptr[term], indptr[term + 1])
@@ -512,11 +515,10 @@ class SparseBM25:
         """
         self._column_slot = np.full(len(self.idf), -1, dtype=np.int64)
         self._column_slot[self.columns] = np.arange(len(self.columns))
-        n_postings = len(self.doc_ids)
         self._weights = np.empty(0)
         self._dense_slot = np.full(len(self.idf), -1, dtype=np.int64)
         self._dense_rows = np.empty((0, 0))
-        if n_postings > self.materialise_max_postings:
+        if not self._materialised:
             return
         df = np.diff(self.indptr)
         self._weights = _posting_weights(

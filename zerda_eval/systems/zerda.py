@@ -168,7 +168,7 @@ class ZerdaKeyword(System):
         if p["engine"] == "fast":
             self._fast = _sparse_bm25(collection.texts, self._analyze, p, analysis.describe(), cache_dir)
         else:
-            scorer = keyword_scorer(p, "reference", analysis, cache_dir)
+            scorer = AnalyzedBM25Scorer(k1=p["k1"], b=p["b"], analyze=self._analyze)
             self._retriever = TunedKeywordRetriever(ContextEngineConfig(), scorer)
             self._retriever.index_chunks(collection_chunks(collection))
 
