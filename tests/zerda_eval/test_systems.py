@@ -468,6 +468,15 @@ def test_zerda_hybrid_fast_keyword_branch_reuses_the_stored_bm25_index(tmp_path,
         np.testing.assert_allclose([s for _, s in results], [s for _, s in reference[qid]], rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("keyword_engine", ["reference", "fast"])
+def test_zerda_hybrid_keyword_engine_is_applied(tmp_path, keyword_engine: str, english: Collection) -> None:
+    """Only the fast keyword branch builds a SparseBM25 index (in the store): the option is not a no-op."""
+    hybrid = build_system("zerda.hybrid", {**FAST, "keyword_engine": keyword_engine})
+    hybrid.index(english, cache_dir=tmp_path)
+    stored = [path for path in (tmp_path / "bm25").glob("*") if path.is_dir()] if (tmp_path / "bm25").exists() else []
+    assert len(stored) == (keyword_engine == "fast")
+
+
 def test_zerda_hybrid_top_k_caps_the_depth(english: Collection) -> None:
     capped = run("zerda.hybrid", {**FAST, "top_k": 2}, english, 5)
     assert capped == run("zerda.hybrid", FAST, english, 2)
