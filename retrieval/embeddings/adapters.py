@@ -19,6 +19,7 @@ from retrieval.embeddings.base import (
     check_model_dim,
     check_positive_int,
     first_line,
+    resolve_device,
 )
 from retrieval.embeddings.batching import encode_in_chunks
 from retrieval.embeddings.packaged import folder_sha256
@@ -56,7 +57,7 @@ def resolve_local_model(model: str | Path, library: str) -> Path:
 
 
 class SentenceTransformerEmbedder(BaseEmbedder):
-    """A sentence-transformers model from a local directory (or filled cache), run on CPU.
+    """A sentence-transformers model from a local directory (or filled cache), on ``device`` (``auto``: a GPU if any).
 
     The harness names it ``st:/path/to/model``. ``params`` carry a hash of the folder's files, so
     vectors cached for one model are never served for another saved later under the same path.
@@ -68,6 +69,7 @@ class SentenceTransformerEmbedder(BaseEmbedder):
         check_positive_int("sentence-transformers batch_size", batch_size)
         st = import_optional("sentence_transformers", "sentence-transformers")
         path = resolve_local_model(model, "sentence-transformers")
+        device = resolve_device("sentence-transformers", device)
         try:
             self._model = st.SentenceTransformer(str(path), device=device, local_files_only=True)
         except Exception as exc:
@@ -79,7 +81,12 @@ class SentenceTransformerEmbedder(BaseEmbedder):
         check_model_dim(f"sentence-transformers model {str(model)!r}", dim, self.dim)
         self.batch_size = batch_size
         self.progress = progress
-        self.params = {"model": str(model), "model_sha256": folder_sha256(path), "batch_size": batch_size}
+        self.params = {
+            "model": str(model),
+            "model_sha256": folder_sha256(path),
+            "batch_size": batch_size,
+            "device": device,
+        }
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         return encode_in_chunks(texts, ST_CHUNK, self._encode_chunk, "sentence-transformers", self.progress)

@@ -139,6 +139,27 @@ def check_model_dim(name: str, dim: Any, native: int) -> None:
         )
 
 
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def resolve_device(name: str, device: str) -> str:
+    """The torch device ``device`` names for embedder ``name``: ``auto`` is CUDA when torch sees a GPU, else CPU.
+
+    ``cuda`` on a machine where torch sees none is ``EmbedderUnavailable`` (one line), never a silent CPU run.
+    """
+    if device not in DEVICES:
+        raise EmbedderError(f"{name} device must be one of {', '.join(DEVICES)}, got {device!r}")
+    if device == "cpu":
+        return "cpu"
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if device == "cuda":
+        raise EmbedderUnavailable(f"{name} device = 'cuda', but torch sees no CUDA device here; use auto or cpu")
+    return "cpu"
+
+
 def first_line(exc: BaseException) -> str:
     """The first line of an exception's message (library errors can span many lines)."""
     text = str(exc).strip()

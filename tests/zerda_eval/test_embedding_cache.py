@@ -14,8 +14,8 @@ TEXTS = ["alpha beta", "gamma delta epsilon", "beta gamma", "zeta eta theta"]
 
 
 def cache_files(folder) -> list[str]:
-    """Files in a cache folder, without the lock files concurrent builders synchronise on."""
-    return sorted(p.name for p in folder.iterdir() if p.suffix != ".lock")
+    """Files in a cache folder and below (stored chunks), without the lock files builders synchronise on."""
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.suffix != ".lock")
 
 
 class InOrderOnly(list):
@@ -96,30 +96,85 @@ def test_failed_embedding_leaves_no_file(tmp_path):
     assert not (tmp_path / "cache").exists() or not cache_files(tmp_path / "cache")
 
 
-def test_interrupted_write_leaves_neither_temp_nor_final_file(tmp_path, monkeypatch):
-    monkeypatch.setattr("zerda_eval.store.embeddings.EMBED_BATCH", 2)
+def test_interrupted_write_leaves_no_temp_nor_corpus_file_and_keeps_the_stored_chunks(tmp_path, monkeypatch):
+    monkeypatch.setattr("zerda_eval.store.embeddings.CHUNK_TEXTS", 2)
     written = []
 
-    def crash_on_second_batch(matrix, n_texts, dim, name):
+    def crash_on_second_chunk(matrix, n_texts, dim, name):
         written.append(n_texts)
         if len(written) == 2:
             raise OSError("disk full")
         return finish_embeddings(matrix, n_texts, dim, name)
 
-    monkeypatch.setattr("zerda_eval.store.embeddings.finish_embeddings", crash_on_second_batch)
+    monkeypatch.setattr("zerda_eval.store.embeddings.finish_embeddings", crash_on_second_chunk)
     with pytest.raises(RunError, match=r"cannot write .*disk full"):
         embed_corpus(CountingEmbedder(), TEXTS, tmp_path)
-    assert written == [2, 2]  # the first batch was in the file when the second failed
-    assert cache_files(tmp_path) == []
+    assert written == [2, 2]  # the first chunk was stored when the second failed
+    first = cache_key(CountingEmbedder(), TEXTS[:2])
+    assert cache_files(tmp_path) == [f"chunks/{first}.json", f"chunks/{first}.npy"]
 
 
-def test_batches_write_the_same_matrix_as_one_call(tmp_path, monkeypatch):
+def test_chunks_write_the_same_matrix_as_one_call(tmp_path, monkeypatch):
     whole = embed_corpus(CountingEmbedder(), TEXTS, tmp_path / "whole")
-    monkeypatch.setattr("zerda_eval.store.embeddings.EMBED_BATCH", 3)
+    monkeypatch.setattr("zerda_eval.store.embeddings.CHUNK_TEXTS", 3)
     embedder = CountingEmbedder()
-    batched = embed_corpus(embedder, InOrderOnly(TEXTS), tmp_path / "batched")
-    np.testing.assert_array_equal(batched, whole)
+    chunked = embed_corpus(embedder, InOrderOnly(TEXTS), tmp_path / "chunked")
+    np.testing.assert_array_equal(chunked, whole)
     assert embedder.embedded == len(TEXTS)
+
+
+class CrashingAt(CountingEmbedder):
+    """Raises when asked to embed ``text`` (a model or a machine failing mid-corpus)."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.text = text
+
+    def _encode(self, texts):
+        if self.text in texts:
+            raise KeyboardInterrupt
+        return super()._encode(texts)
+
+
+def test_an_interrupted_encode_resumes_from_its_stored_chunks(tmp_path, monkeypatch):
+    monkeypatch.setattr("zerda_eval.store.embeddings.CHUNK_TEXTS", 1)
+    with pytest.raises(KeyboardInterrupt):
+        embed_corpus(CrashingAt(TEXTS[2]), TEXTS, tmp_path)
+    assert len([name for name in cache_files(tmp_path) if name.endswith(".npy")]) == 2  # chunks 0 and 1
+    resumed = CountingEmbedder()
+    vectors = embed_corpus(resumed, TEXTS, tmp_path)
+    assert resumed.embedded == 2  # only the chunks that were not stored
+    np.testing.assert_array_equal(vectors, CountingEmbedder().embed(TEXTS))
+    key = cache_key(resumed, TEXTS)
+    assert cache_files(tmp_path) == [f"{key}.json", f"{key}.npy"]  # chunks removed once assembled
+
+
+def test_a_damaged_chunk_is_encoded_again(tmp_path, monkeypatch):
+    monkeypatch.setattr("zerda_eval.store.embeddings.CHUNK_TEXTS", 2)
+    with pytest.raises(KeyboardInterrupt):
+        embed_corpus(CrashingAt(TEXTS[3]), TEXTS, tmp_path)
+    chunk = tmp_path / "chunks" / f"{cache_key(CountingEmbedder(), TEXTS[:2])}.npy"
+    data = bytearray(chunk.read_bytes())
+    data[-1] ^= 0xFF  # one flipped bit in the last vector
+    chunk.write_bytes(bytes(data))
+    resumed = CountingEmbedder()
+    vectors = embed_corpus(resumed, TEXTS, tmp_path)
+    assert resumed.embedded == 4
+    np.testing.assert_array_equal(vectors, CountingEmbedder().embed(TEXTS))
+
+
+def test_a_corpus_assembled_from_chunks_stored_elsewhere_records_their_encode_seconds(tmp_path, monkeypatch):
+    import json
+
+    from zerda_eval.store.embeddings import chunk_spans, store_chunk
+
+    monkeypatch.setattr("zerda_eval.store.embeddings.CHUNK_TEXTS", 2)
+    seconds = [store_chunk(CountingEmbedder(), TEXTS[a:b], tmp_path)[1] for a, b in chunk_spans(len(TEXTS))]
+    assembler = CountingEmbedder()
+    embed_corpus(assembler, TEXTS, tmp_path)
+    assert assembler.embedded == 0  # every chunk came from the store (a worker's, say)
+    entry = json.loads((tmp_path / f"{cache_key(assembler, TEXTS)}.json").read_text())
+    assert entry["build_s"]["embed"] == pytest.approx(sum(seconds))
 
 
 def test_corpus_fitted_embedder_is_fitted_even_on_a_cache_hit(tmp_path):

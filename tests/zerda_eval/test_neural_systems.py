@@ -162,7 +162,7 @@ def test_neural_runs_the_model_of_the_corpus_language_and_shares_its_stored_vect
     neural = build_system(family, {"embedder": "neural"})
     neural.index(collection, tmp_path)
     assert neural.stats["embedder"] == model
-    vectors = encoders.corpus_vectors("neural", None, collection.texts, tmp_path)
+    vectors = encoders.corpus_vectors({"embedder": "neural"}, collection.texts, tmp_path)
     assert vectors.embedder.name == model
     np.testing.assert_array_equal(vectors.matrix, load_embedder(model).embed(list(docs.values())))
 

@@ -20,6 +20,8 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
 from typing import Any
 
 from zerda_eval.errors import ConfigError, RunError
@@ -117,6 +119,9 @@ class DaskExecutor:
 
     def __call__(self, cells: Sequence[CellSpec], task: Task) -> Iterator[CellResult]:
         preload_datasets(cells)
+        options = getattr(task, "keywords", {})
+        if options.get("cache_dir") is not None and not options.get("force"):
+            encode_on_workers(self.client, cells, options["cache_dir"])
         futures: dict[str, Any] = {}
         try:
             for cell in cells:
@@ -150,6 +155,101 @@ def preload_datasets(cells: Sequence[CellSpec]) -> None:
         if key not in seen:
             seen.add(key)
             load_cell_collection(cell.config["dataset"])
+
+
+def encode_on_workers(client: Any, cells: Sequence[CellSpec], cache_dir: Path, progress: bool = True) -> None:
+    """Encode the corpora the cells will embed, chunk by chunk over the workers, into the embedding store.
+
+    Each chunk not yet stored is one task (``store.embeddings.store_chunk``); the cells then assemble
+    their corpus file from the stored chunks, in corpus order, as a serial run would. A worker killed
+    mid-encode costs its chunk (Dask reruns the task); a rerun encodes only what is not stored.
+    Skipped under ``--force``: the cells then encode, and rebuild, what they use themselves.
+    """
+    from distributed import as_completed
+
+    from retrieval.embeddings import load_embedder
+    from zerda_eval.hashing import canonical_json, texts_sha256
+    from zerda_eval.store.embeddings import chunk_is_stored, chunk_spans, corpus_is_stored, corpus_progress
+    from zerda_eval.systems.encoders import planned_encoding
+
+    plans: dict[tuple[str, str, str], tuple[str, dict[str, Any], Sequence[str]]] = {}
+    for cell in cells:
+        if cell.kind != "system":
+            continue
+        spec = cell.config["system"]
+        plan = planned_encoding(spec["family"], spec["params"], load_cell_collection(cell.config["dataset"])[0])
+        if plan is not None:
+            plans.setdefault((plan[0], canonical_json(plan[1]), texts_sha256(plan[2])), plan)
+    threads = _threads_per_worker(client)
+    for name, kwargs, texts in plans.values():
+        embedder = load_embedder(name, **kwargs)  # in the client, for the store's keys
+        if corpus_is_stored(embedder, texts, cache_dir):
+            continue
+        futures, remaining = {}, iter(texts)
+        for start, stop in chunk_spans(len(texts)):
+            chunk = list(islice(remaining, stop - start))
+            if not chunk_is_stored(embedder, chunk, cache_dir):
+                key = f"zerda-encode-{content_hash([name, kwargs, texts_sha256(chunk), str(cache_dir)])[:24]}"
+                task = (_encode_chunk, name, kwargs, chunk, cache_dir, threads)
+                futures[client.submit(*task, key=key, retries=TASK_RETRIES)] = stop - start
+        if not futures:
+            continue
+        workers = len(client.scheduler_info()["workers"])
+        with corpus_progress(f"{embedder.name} on {workers} workers", len(texts), progress) as bar:
+            bar.update(len(texts) - sum(futures.values()))
+            for future in as_completed(list(futures)):
+                future.result()  # a task's error (a missing model, bad vectors) is the run's error
+                bar.update(futures[future])
+
+
+_WORKER_EMBEDDERS: dict[str, Any] = {}  # one loaded model per worker process and configuration
+
+
+def _encode_chunk(name: str, kwargs: dict[str, Any], texts: list[str], cache_dir: Path, threads: int | None) -> int:
+    """A worker's task: store one chunk's vectors (``store_chunk``) with ``threads`` threads per pool."""
+    from retrieval.embeddings import load_embedder
+    from zerda_eval.hashing import canonical_json
+    from zerda_eval.store.embeddings import store_chunk
+
+    key = canonical_json([name, kwargs])
+    if key not in _WORKER_EMBEDDERS:
+        _WORKER_EMBEDDERS[key] = load_embedder(name, **kwargs)
+    with _thread_pools(threads):
+        store_chunk(_WORKER_EMBEDDERS[key], texts, cache_dir)
+    return len(texts)
+
+
+def _threads_per_worker(client: Any) -> int | None:
+    """CPU threads an encoding task may use: this machine's CPUs shared by a local cluster's workers.
+
+    ``None`` (the libraries' defaults) on a remote cluster, whose machines this process cannot see.
+    """
+    workers = client.scheduler_info()["workers"]
+    local = all(str(address).startswith(("tcp://127.0.0.1", "inproc://")) for address in workers)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, cpus // max(1, len(workers))) if local else None
+
+
+@contextmanager
+def _thread_pools(threads: int | None) -> Iterator[None]:
+    """torch's and every BLAS / OpenMP pool at ``threads`` inside the block (nothing changed for ``None``)."""
+    if threads is None:
+        yield
+        return
+    import sys
+
+    from threadpoolctl import threadpool_limits
+
+    torch = sys.modules.get("torch")
+    previous = torch.get_num_threads() if torch is not None else None
+    if torch is not None:
+        torch.set_num_threads(threads)
+    try:
+        with threadpool_limits(limits=threads):
+            yield
+    finally:
+        if torch is not None:
+            torch.set_num_threads(previous)
 
 
 def _run_after_inputs(task: Task, cell: CellSpec, *inputs: CellResult) -> CellResult:

@@ -63,6 +63,10 @@ class System:
             for name, spec in specs.items()
         }
         cls.check_combination(resolved, where)
+        if "embedder" in resolved:
+            from zerda_eval.systems.encoders import check_embedder_options
+
+            check_embedder_options(resolved, where)
         return resolved
 
     @classmethod
@@ -78,14 +82,17 @@ class System:
         """Build the index over ``collection`` (a ``zerda_eval.datasets.Collection``).
 
         A family with an ``embedder`` records the model that ran in ``stats["embedder"]`` (``neural``
-        names one by the corpus's language).
+        names one by the corpus's language; ``minilm`` at int8 is ``minilm-int8``) and the device it ran
+        on in ``stats["embedder_device"]``.
         """
-        from zerda_eval.systems.encoders import resolve_embedder
+        from zerda_eval.systems.encoders import embedders_that_ran
 
         self.collection = collection
-        self._index(collection, cache_dir)
-        if "embedder" in self.params:
-            self.stats["embedder"] = resolve_embedder(self.params["embedder"], collection.texts)
+        with embedders_that_ran() as embedders:
+            self._index(collection, cache_dir)
+        for embedder in embedders[:1]:  # a family encodes its corpus with one embedder
+            self.stats["embedder"] = embedder.name
+            self.stats["embedder_device"] = embedder.params.get("device", "cpu")
 
     def analysis(self, collection: Any) -> Any:
         """The resolved analysis options on ``collection`` (recorded in ``stats["analysis"]``)."""

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from retrieval.core.dense import normalize_rows, top_k_rows
-from zerda_eval.errors import RunError
+from zerda_eval.errors import ConfigError, RunError
 from zerda_eval.systems.analysis import LOWERCASE, NO_ANALYSIS, Analysis
 from zerda_eval.systems.params import ParamSpec
 
@@ -27,6 +27,8 @@ EMBEDDERS = ("wordllama", "lsa", "minilm", "minilm-int8", "e5-small", NEURAL)
 LANGUAGE_SAMPLE = 200  # corpus texts whose letters decide what "neural" runs
 ARABIC_BLOCK = ("\u0600", "\u06ff")  # Unicode's Arabic block
 ST_PREFIX = "st:"  # "st:/path/to/model": a local sentence-transformers folder (retrieval.embeddings.registry)
+PRECISIONS = ("fp32", "int8")
+DEVICES = ("auto", "cpu", "cuda")
 
 
 class EmbedderSpec(ParamSpec):
@@ -57,8 +59,64 @@ EMBEDDER_PARAMS = {
         choices=(384, 256, 128, 64),
         optional=True,
     ),
+    "precision": ParamSpec(
+        "fp32",
+        "str",
+        "number format of the neural encoder: fp32, or int8 (onnxruntime, dynamic int8: e5-small; minilm "
+        "runs minilm-int8); other embedders only fp32; part of the embedding store's key",
+        choices=PRECISIONS,
+    ),
+    "device": ParamSpec(
+        "auto",
+        "str",
+        "where a torch encoder runs (minilm, e5-small fp32, st: folders): auto (CUDA when torch sees a GPU), "
+        "cpu or cuda; the device that ran is in stats['embedder_device']; CPU-only embedders take auto or cpu",
+        choices=DEVICES,
+    ),
     "lowercase": LOWERCASE,
 }
+# Embedders whose int8 path is another registered embedder, and those that take a precision / device.
+INT8_EMBEDDER = {"minilm": "minilm-int8"}
+TAKES_PRECISION = frozenset({"e5-small"})
+TAKES_DEVICE = frozenset({"minilm", "e5-small", "sentence-transformers"})
+
+
+def check_embedder_options(params: dict[str, Any], where: str) -> None:
+    """``precision`` / ``device`` that the chosen embedder cannot apply are a ``ConfigError``, never ignored."""
+    name = params["embedder"]
+    candidates = (NEURAL_ENGLISH, NEURAL_ARABIC) if name == NEURAL else (name,)
+    for candidate in candidates:
+        try:
+            embedder_call(candidate, params)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+
+
+def embedder_call(name: str, params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The registered embedder and keyword arguments that run ``name`` with a family's ``params``.
+
+    ``params`` give ``dim``, ``precision`` and ``device`` (their ``EMBEDDER_PARAMS`` defaults when absent).
+
+    Raises ``ValueError`` (one line, naming the parameter and the fix) for a combination no embedder runs:
+    an option is applied or refused, never dropped.
+    """
+    dim, precision, device = (params.get(key, EMBEDDER_PARAMS[key].default) for key in ("dim", "precision", "device"))
+    registered = "sentence-transformers" if name.startswith(ST_PREFIX) else name
+    kwargs: dict[str, Any] = {} if dim is None else {"dim": dim}
+    if name.startswith(ST_PREFIX):
+        kwargs["model"] = name[len(ST_PREFIX) :]
+    if precision != "fp32":
+        if registered in INT8_EMBEDDER:
+            registered = name = INT8_EMBEDDER[registered]
+        elif registered in TAKES_PRECISION:
+            kwargs["precision"] = precision
+        else:
+            raise ValueError(f"precision = {precision!r}: embedder {name!r} has no {precision} path; use fp32")
+    if registered in TAKES_DEVICE:
+        kwargs["device"] = device
+    elif device == "cuda":
+        raise ValueError(f"device = 'cuda': embedder {name!r} runs on the CPU only; use auto or cpu")
+    return registered, kwargs
 
 
 def resolve_embedder(embedder_name: str, texts: Sequence[str]) -> str:
@@ -77,25 +135,85 @@ def resolve_embedder(embedder_name: str, texts: Sequence[str]) -> str:
 _SHARED: dict[tuple, tuple[CorpusVectors, float]] = {}  # vectors and their from-scratch cost (s)
 
 
+def embedder_request(params: dict[str, Any], texts: Sequence[str], analysis: Analysis) -> tuple[str, dict[str, Any]]:
+    """The registered embedder and its keyword arguments that a family with ``params`` runs on ``texts``.
+
+    ``neural`` is resolved by the corpus's language first (``resolve_embedder``); LSA also takes the
+    analysis' stemmer and stopwords. The one recipe for every family and for encodings planned ahead
+    (``planned_encoding``), so both reach the same stored vectors.
+    """
+    name = resolve_embedder(params["embedder"], texts)
+    try:
+        registered, kwargs = embedder_call(name, params)
+    except ValueError as exc:
+        raise RunError(str(exc)) from None
+    if registered == "lsa":
+        kwargs |= {"stemmer": analysis.stemmer, "stopwords": analysis.stopwords}
+    return registered, kwargs
+
+
+def embedder_texts(texts: Sequence[str], analysis: Analysis) -> Sequence[str]:
+    """The corpus as the embedder sees it (``analysis.embedder_text`` of each text when it changes any)."""
+    return [analysis.embedder_text(text) for text in texts] if analysis.changes_text else texts
+
+
+def planned_encoding(
+    family: str, params: dict[str, Any], collection: Any
+) -> tuple[str, dict[str, Any], Sequence[str]] | None:
+    """What a system of ``family`` with ``params`` will encode of ``collection``: (embedder, kwargs, texts).
+
+    ``None`` for a family without an embedder and for a corpus-fitted one (LSA is encoded whole, in its
+    cell). An executor encodes the chunks of the planned corpora ahead of the cells; what the cells then
+    ask for is found in the store by its content (the same ``embedder_request``), so a plan that were
+    wrong would cost time, never a wrong vector.
+    """
+    from zerda_eval.systems import family_class
+    from zerda_eval.systems.analysis import resolve_analysis
+
+    params = family_class(family).resolve_params(params, family)
+    if "embedder" not in params:
+        return None
+    analysis = resolve_analysis(params, collection)
+    name, kwargs = embedder_request(params, collection.texts, analysis)
+    return None if name == "lsa" else (name, kwargs, embedder_texts(collection.texts, analysis))
+
+
 def corpus_vectors(
-    embedder_name: str, dim: int | None, texts: Sequence[str], cache_dir: Path | None, analysis: Analysis = NO_ANALYSIS
+    params: dict[str, Any], texts: Sequence[str], cache_dir: Path | None, analysis: Analysis = NO_ANALYSIS
 ) -> CorpusVectors:
     """``CorpusVectors`` shared within the process by the systems of one corpus (LSA fits once, not per cell).
 
-    ``neural`` is resolved first (``resolve_embedder``), so it shares vectors, in memory and on disk,
-    with the model it names.
+    ``params`` are a family's resolved parameters (``embedder``, ``dim``, ``precision``, ``device``);
+    ``neural`` is resolved first, so it shares vectors, in memory and on disk, with the model it names.
     """
-    from zerda_eval.hashing import texts_sha256
+    from zerda_eval.hashing import canonical_json, texts_sha256
     from zerda_eval.store.build_costs import costed, record_build
 
-    embedder_name = resolve_embedder(embedder_name, texts)
-    key = (embedder_name, dim, texts_sha256(texts), cache_dir, analysis)
+    name, kwargs = embedder_request(params, texts, analysis)
+    key = (name, canonical_json(kwargs), texts_sha256(texts), cache_dir, analysis)
     if key not in _SHARED:
         _SHARED.clear()  # keep one corpus's vectors: a grid runs dataset by dataset
-        _SHARED[key] = costed(lambda: CorpusVectors(embedder_name, dim, texts, cache_dir, analysis))
+        _SHARED[key] = costed(lambda: CorpusVectors(name, kwargs, texts, cache_dir, analysis))
     else:  # reused in memory: the cell's index_build_s still counts what the vectors cost from scratch
         record_build(_SHARED[key][1], 0.0)
-    return _SHARED[key][0]
+    vectors = _SHARED[key][0]
+    if _RAN is not None:
+        _RAN.append(vectors.embedder)
+    return vectors
+
+
+_RAN: list[Any] | None = None  # embedders that served corpus_vectors inside ``embedders_that_ran``
+
+
+@contextmanager
+def embedders_that_ran() -> Iterator[list[Any]]:
+    """Collects the embedders ``corpus_vectors`` serves inside the block (a system's index: its stats)."""
+    global _RAN
+    previous, _RAN = _RAN, []
+    try:
+        yield _RAN
+    finally:
+        _RAN = previous
 
 
 @contextmanager
@@ -110,17 +228,17 @@ def _embedder_errors_as_run_errors() -> Iterator[None]:
 
 
 class CorpusVectors:
-    """A fitted embedder plus the unit-length vectors of a collection's texts, in corpus order.
+    """A loaded embedder plus the unit-length vectors of a collection's texts, in corpus order.
 
-    Documents and queries reach the embedder as ``analysis.embedder_text`` makes them; LSA also
-    tokenizes with the analysis' stemmer and stopwords. ``fingerprint`` names these vectors (embedder,
+    ``embedder_name`` and ``kwargs`` come from ``embedder_request``. Documents and queries reach the
+    embedder as ``analysis.embedder_text`` makes them. ``fingerprint`` names these vectors (embedder,
     its params, the texts it saw) for stores that persist them.
     """
 
     def __init__(
         self,
         embedder_name: str,
-        dim: int | None,
+        kwargs: dict[str, Any],
         texts: Sequence[str],
         cache_dir: Path | None,
         analysis: Analysis = NO_ANALYSIS,
@@ -128,19 +246,15 @@ class CorpusVectors:
         from retrieval.embeddings import load_embedder
         from zerda_eval.store.embeddings import embed_corpus
 
-        params = {"stemmer": analysis.stemmer, "stopwords": analysis.stopwords} if embedder_name == "lsa" else {}
-        if dim is not None:
-            params["dim"] = dim
         self.analysis = analysis
-        if analysis.changes_text:
-            texts = [analysis.embedder_text(text) for text in texts]
+        texts = embedder_texts(texts, analysis)
         self._texts = texts
         with _embedder_errors_as_run_errors():
-            self.embedder = load_embedder(embedder_name, **params)
+            self.embedder = load_embedder(embedder_name, **kwargs)
             if cache_dir is None:
                 self.matrix = self._embed(self.embedder.fit(texts), list(texts))
             else:  # fitted (LSA needs it to embed queries) and memory-mapped: pages shared across workers
-                self.matrix = embed_corpus(self.embedder, list(texts), cache_dir, mmap=True)
+                self.matrix = embed_corpus(self.embedder, texts, cache_dir, mmap=True)
 
     @staticmethod
     def _embed(embedder: Any, texts: list[str]) -> np.ndarray:

@@ -95,7 +95,7 @@ class PipelineSystem(System):
 
     def _dense(self, collection: Any, cache_dir: Path | None) -> tuple[DenseRetriever, CorpusVectors]:
         analysis = self.analysis(collection)
-        vectors = corpus_vectors(self.params["embedder"], self.params["dim"], collection.texts, cache_dir, analysis)
+        vectors = corpus_vectors(self.params, collection.texts, cache_dir, analysis)
         contexts = InMemoryContextStore()
         for item in self._items:
             contexts.add(item)

@@ -73,7 +73,7 @@ def vector_retriever(
     collection: Any, params: dict[str, Any], min_score: float, cache_dir: Path | None, analysis: Analysis
 ) -> VectorRetriever:
     """A ``VectorRetriever`` whose adapter serves the collection's cached embeddings."""
-    vectors = corpus_vectors(params["embedder"], params["dim"], collection.texts, cache_dir, analysis)
+    vectors = corpus_vectors(params, collection.texts, cache_dir, analysis)
     adapter = MatrixVectorAdapter(collection_chunks(collection), vectors, min_score)
     config = ContextEngineConfig(RetrieverConfig(min_vector_score=min_score))
     return VectorRetriever(config, vector_store_adapter=adapter)
@@ -226,7 +226,7 @@ def backend_vector_retriever(
     backend, min_score = params["backend"], params["min_vector_score"]
     if backend == "adapter":
         return vector_retriever(collection, params, min_score, cache_dir, analysis)
-    vectors = corpus_vectors(params["embedder"], params["dim"], collection.texts, cache_dir, analysis)
+    vectors = corpus_vectors(params, collection.texts, cache_dir, analysis)
     config = ContextEngineConfig(RetrieverConfig(min_vector_score=min_score))
     chunks = collection_chunks(collection)
     if backend == "in_memory":
