@@ -250,7 +250,23 @@ def three_chunk_beir(tmp_path_factory) -> Path:
 
     folder = tmp_path_factory.mktemp("three-chunk-beir")
     rng = np.random.default_rng(4)
-    words = ["river", "bank", "money", "loan", "water", "fish", "boat", "city", "bridge", "road", "car", "engine", "wing", "flight", "lift"]
+    words = [
+        "river",
+        "bank",
+        "money",
+        "loan",
+        "water",
+        "fish",
+        "boat",
+        "city",
+        "bridge",
+        "road",
+        "car",
+        "engine",
+        "wing",
+        "flight",
+        "lift",
+    ]
     docs = [" ".join(rng.choice(words, size=rng.integers(4, 14))) for _ in range(2 * CHUNK_TEXTS + 452)]
     with (folder / "corpus.jsonl").open("w") as out:
         for i, text in enumerate(docs):
