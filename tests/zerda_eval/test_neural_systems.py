@@ -221,3 +221,71 @@ def test_late_interaction_on_minilm_token_vectors_equals_maxsim_over_sentence_tr
 def test_minilm_token_vectors_take_no_other_dim():
     with pytest.raises(ConfigError, match=r"minilm token vectors have 384 dimensions, not 64; remove dim"):
         build_system("pipeline.late_interaction", {"token_encoder": "minilm", "dim": 64})
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"embedder": "wordllama", "precision": "int8"}, r"precision = 'int8': embedder 'wordllama' has no int8 path"),
+        ({"embedder": "lsa", "device": "cuda"}, r"device = 'cuda': embedder 'lsa' runs on the CPU only"),
+        ({"embedder": "minilm", "precision": "int8", "device": "cuda"}, r"'minilm-int8' runs on the CPU only"),
+        ({"embedder": "minilm", "precision": "fp16"}, r"precision"),
+        ({"embedder": "minilm", "device": "gpu"}, r"device"),
+    ],
+)
+def test_an_embedder_option_that_cannot_be_applied_is_a_config_error(params, message):
+    with pytest.raises(ConfigError, match=message) as info:
+        build_system("pipeline.dense", params)
+    assert "\n" not in str(info.value)
+
+
+def test_minilm_at_int8_runs_minilm_int8_and_the_stats_say_so(tmp_path):
+    collection = toy_collection()
+    system = build_system("pipeline.dense", {"embedder": "minilm", "precision": "int8"})
+    system.index(collection, tmp_path)
+    assert system.stats["embedder"] == "minilm-int8"
+    assert system.stats["embedder_device"] == "cpu"
+    direct = build_system("pipeline.dense", {"embedder": "minilm-int8"})
+    direct.index(collection, tmp_path)
+    assert system.search(QUERIES, 3) == direct.search(QUERIES, 3)
+
+
+def test_device_auto_is_recorded_as_the_device_that_ran(tmp_path):
+    import torch
+
+    system = build_system("pipeline.dense", {"embedder": "minilm", "device": "auto"})
+    system.index(toy_collection(), tmp_path)
+    assert system.stats["embedder_device"] == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def test_device_cuda_without_a_gpu_is_one_line_not_a_cpu_run(tmp_path):
+    import torch
+
+    from retrieval.embeddings import EmbedderUnavailable, load_embedder
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device: the no-GPU error cannot happen here")
+    with pytest.raises(EmbedderUnavailable, match=r"device = 'cuda', but torch sees no CUDA device") as info:
+        load_embedder("minilm", device="cuda")
+    assert "\n" not in str(info.value)
+
+
+def test_minilm_on_cuda_gives_sentence_transformers_own_cpu_vectors_to_float_tolerance():
+    import numpy as np
+    import torch
+
+    from retrieval.embeddings import load_embedder
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device (hardware this machine lacks)")
+    texts = list(DOCS.values())
+    gpu = load_embedder("minilm", device="cuda").embed(texts)
+    cpu = load_embedder("minilm", device="cpu").embed(texts)
+    assert np.min(np.sum(gpu * cpu, axis=1)) > 0.9999
+
+
+def toy_collection():
+    from zerda_eval.datasets.collection import Collection
+
+    qrels = {qid: {doc: grade} for qid, doc, grade in QRELS}
+    return Collection("toy", "en", list(DOCS), list(DOCS.values()), dict(QUERIES), qrels)
