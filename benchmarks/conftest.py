@@ -31,6 +31,7 @@ class Timing:
     seconds: float  # fastest round (the least disturbed by other load), or the median one where asked
     units: int  # queries (or passages) handled per call
     unit: str
+    gflop: float | None = None  # floating-point work of one call, when known: the summary prints GFLOP/s
 
 
 _TIMINGS: dict[str, list[Timing]] = defaultdict(list)
@@ -48,16 +49,18 @@ def run_timed(
     rounds: int = 5,
     warmup: bool = True,
     stat: str = "min",
+    gflop: float | None = None,
 ) -> Any:
     """Time ``fn`` (after one warm-up call) and record it under ``group`` for the ratio summary.
 
     ``stat`` is the round statistic compared: "min" (the fastest round) or "median" (e.g. the p50 of
-    per-query latencies, when each round runs one query).
+    per-query latencies, when each round runs one query). ``role="limit"`` marks a hardware reference
+    (a GEMM), printed but not compared; ``gflop``: the work of one call, printed as GFLOP/s.
     """
     benchmark.group = group
-    benchmark.extra_info.update(name=name, role=role, units=units, unit=unit)
+    benchmark.extra_info.update(name=name, role=role, units=units, unit=unit, gflop=gflop)
     result = benchmark.pedantic(fn, rounds=rounds, iterations=1, warmup_rounds=int(warmup))
-    _TIMINGS[group].append(Timing(name, role, getattr(benchmark.stats.stats, stat), units, unit))
+    _TIMINGS[group].append(Timing(name, role, getattr(benchmark.stats.stats, stat), units, unit, gflop))
     return result
 
 
@@ -89,7 +92,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         for timing in timings:
             rate = timing.units / timing.seconds if timing.seconds > 0 else math.inf
             seconds = f"{timing.seconds * 1e3:10.2f} ms"
-            write(f"  {timing.name:42} {seconds}  {rate:14,.1f} {timing.unit}/s")
+            flops = f"  {timing.gflop / timing.seconds:7.1f} GFLOP/s" if timing.gflop else ""
+            write(f"  {timing.name:42} {seconds}  {rate:14,.1f} {timing.unit}/s{flops}")
         for ours in (t for t in timings if t.role == "ours"):
             for peer in (t for t in timings if t.role == "peer"):
                 write(f"  {ours.name} vs {peer.name}: {peer.seconds / ours.seconds:.2f}x")
