@@ -50,6 +50,9 @@ def minilm_folder() -> tuple[Path, str]:
 def _load(folder: Path, device: str):
     """The model in ``folder`` on ``device``, loaded once per process (a grid builds one embedder per cell)."""
     st = import_neural("sentence_transformers", "sentence-transformers")
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # its "Loading weights" bar: the harness shows the encode's
     try:
         return st.SentenceTransformer(str(folder), device=device, local_files_only=True)
     except Exception as exc:
