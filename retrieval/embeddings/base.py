@@ -8,6 +8,7 @@ the model or the adapter and raise ``EmbedderError`` instead of silently produci
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -140,6 +141,11 @@ def check_model_dim(name: str, dim: Any, native: int) -> None:
 
 
 DEVICES = ("auto", "cpu", "cuda")
+
+
+def default_threads() -> int:
+    """The CPUs this process may run on: a corpus encode's threads by default."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def resolve_device(name: str, device: str) -> str:

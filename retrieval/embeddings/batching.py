@@ -1,8 +1,15 @@
-"""Encode a long list of texts chunk by chunk behind one progress bar (neural models take minutes per corpus)."""
+"""Batching for neural encoders: chunks behind one progress bar, and length-bucketed batches over threads.
+
+Neural models take minutes per corpus: ``in_chunks`` / ``encode_in_chunks`` advance one progress bar
+chunk by chunk; ``run_length_batched`` sorts rows by token length and pads each batch only to its own
+longest row (no padding to the longest text of a random batch), running batches on every core.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 
 import numpy as np
 
@@ -28,3 +35,54 @@ def encode_in_chunks(
     """``encode`` applied to consecutive chunks of ``chunk`` texts (``in_chunks``), stacked in order."""
     parts = [np.asarray(encode(block), dtype=np.float32) for block in in_chunks(texts, chunk, desc, progress)]
     return np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
+
+
+MIN_SPLIT_TOKENS = 1024  # a small corpus is cut into batches of at least this many padded tokens ...
+BATCHES_PER_WORKER = 4  # ... so that every thread gets this many batches and stays busy to the end
+
+
+def length_batches(lengths: Sequence[int], batch_tokens: int, max_rows: int | None = None) -> list[np.ndarray]:
+    """Indices of ``lengths`` sorted by length, cut so each batch's rows x longest row <= ``batch_tokens``.
+
+    Each batch is padded to its own longest row, so padding is only the spread of neighbouring lengths.
+    """
+    order = np.argsort(lengths, kind="stable")
+    batches, current = [], []
+    for index in order:
+        longest = lengths[index]  # ascending: the newcomer is the batch's longest
+        if current and ((len(current) + 1) * longest > batch_tokens or (max_rows and len(current) == max_rows)):
+            batches.append(np.array(current))
+            current = []
+        current.append(index)
+    if current:
+        batches.append(np.array(current))
+    return batches
+
+
+def run_length_batched(
+    lengths: Sequence[int],
+    run: Callable[[np.ndarray], np.ndarray],
+    batch_tokens: int,
+    max_rows: int | None,
+    workers: int,
+    done: Callable[[np.ndarray], None] | None = None,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``run(batch)`` over length-bucketed batches of the rows whose ``lengths`` are given: ``[(batch, output)]``.
+
+    With ``workers`` > 1 that many batches run at once on threads (an engine that releases the GIL, such
+    as onnxruntime with one intra-op thread per call, then uses every core), and a small input is cut into
+    smaller batches so every thread has work to the end; ``workers == 1`` runs in the caller's thread.
+    ``done(batch)`` is called in order as each batch finishes (a progress bar).
+    """
+    if workers > 1:
+        batch_tokens = min(batch_tokens, max(MIN_SPLIT_TOKENS, sum(lengths) // (BATCHES_PER_WORKER * workers)))
+    batches = length_batches(lengths, batch_tokens, max_rows)
+    outputs: list[tuple[np.ndarray, np.ndarray]] = []
+    with ExitStack() as stack:
+        serial = workers == 1 or len(batches) == 1
+        mapper = map if serial else stack.enter_context(ThreadPoolExecutor(workers)).map
+        for batch, output in zip(batches, mapper(run, batches), strict=True):
+            outputs.append((batch, output))
+            if done is not None:
+                done(batch)
+    return outputs

