@@ -152,7 +152,10 @@ class MiniLMEmbedder(BaseEmbedder):
         self.name, self.dim, self.precision, self.progress = "minilm", DIM, precision, progress
         self.batch_size, self.batch_tokens = batch_size, batch_tokens
         self.num_threads = num_threads or default_threads()
-        self._sha256 = sha256  # the session is made on first encode (token vectors need none)
+        self._sha256 = sha256  # the session is made on first encode (token vectors need none) ...
+        if self.runtime == "onnxruntime":  # ... but a missing library is said now, in one line
+            import_neural("onnxruntime", "onnxruntime")
+            import_neural("tokenizers", "tokenizers")
         self.params = {
             "model": MODEL,
             "weights_sha256": sha256,
