@@ -5,10 +5,9 @@ content tokens are cut into windows of at most 510 (no overlap), each run as ``<
 the text's vector is the average of its windows' mean hidden states weighted by their content token
 counts, then L2-normalised. A text within 510 tokens is one plain pass.
 
-Batching: all windows of a call are sorted by length and cut into batches of at most
-``batch_tokens`` padded tokens (each batch padded to its own longest window, so padding is only the
-length spread inside a bucket of neighbouring lengths; a small corpus gets smaller batches so that
-every thread has work to the end); rows go back to their texts afterwards.
+Batching (``batching.run_length_batched``): all windows of a call are sorted by length and cut into
+batches of at most ``batch_tokens`` padded tokens, each padded to its own longest window; rows go back
+to their texts afterwards.
 A corpus call (``workers`` > 1) runs that many batches at once on threads, each on one intra-op
 thread; a single-threaded call (queries) runs in the caller's thread and changes no thread setting.
 """
@@ -19,13 +18,13 @@ import contextlib
 import functools
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from retrieval.embeddings.batching import run_length_batched
 from retrieval.embeddings.e5_image import E5Image, read_image
 from retrieval.embeddings.e5_runtime import OnnxRuntime, TorchRuntime, onnx_file
 from retrieval.embeddings.e5_tokenizer import E5Tokenizer
@@ -34,8 +33,6 @@ from retrieval.embeddings.packaged import file_sha256, import_neural
 DEFAULT_BATCH_TOKENS = 4096  # padded tokens per batch (measured: 4k-8k run at the same speed on 2 cores)
 # CPU fp32 runs on onnxruntime: faster than torch eager here (see the README's embedder table).
 CPU_FP32_RUNTIME = "onnxruntime"
-BATCHES_PER_WORKER = 4  # a corpus smaller than workers x 4 x batch_tokens is cut into smaller batches ...
-MIN_SPLIT_TOKENS = 1024  # ... of at least this many padded tokens
 
 _LOCK = threading.Lock()
 
@@ -81,21 +78,6 @@ def windows(tokenizer: E5Tokenizer, texts: list[str], prefix: str, max_content: 
     return out
 
 
-def length_batches(lengths: list[int], batch_tokens: int, max_rows: int | None) -> list[np.ndarray]:
-    """Indices of ``lengths`` sorted by length, cut so each batch's rows x longest row <= ``batch_tokens``."""
-    order = np.argsort(lengths, kind="stable")
-    batches, current = [], []
-    for index in order:
-        longest = lengths[index]  # ascending: the newcomer is the batch's longest
-        if current and ((len(current) + 1) * longest > batch_tokens or (max_rows and len(current) == max_rows)):
-            batches.append(np.array(current))
-            current = []
-        current.append(index)
-    if current:
-        batches.append(np.array(current))
-    return batches
-
-
 def encode(
     runtime: TorchRuntime | OnnxRuntime,
     items: list[Window],
@@ -106,41 +88,29 @@ def encode(
     bar: Any,
 ) -> np.ndarray:
     """Unit vectors of ``n_texts`` texts from their windows (see the module docstring), ``bar`` advanced per text."""
-    lengths = [len(item.ids) for item in items]
-    if workers > 1:  # enough batches for every thread to stay busy to the end (a small corpus too)
-        batch_tokens = min(batch_tokens, max(MIN_SPLIT_TOKENS, sum(lengths) // (BATCHES_PER_WORKER * workers)))
-    batches = length_batches(lengths, batch_tokens, max_rows)
-    means = [np.empty(0)] * len(batches)
     remaining = np.bincount([item.text for item in items], minlength=n_texts)
 
-    def run(b: int) -> int:
-        rows = [items[i].ids for i in batches[b]]
+    def run(batch: np.ndarray) -> np.ndarray:
+        rows = [items[i].ids for i in batch]
         ids = np.zeros((len(rows), max(map(len, rows))), dtype=np.int64)
         mask = np.zeros(ids.shape, dtype=np.float32)
         for r, row in enumerate(rows):
             ids[r, : len(row)] = row
             mask[r, : len(row)] = 1.0
-        means[b] = runtime.window_means(ids, mask)
-        return b
+        return runtime.window_means(ids, mask)
 
-    def finished(b: int) -> None:
-        texts = [items[i].text for i in batches[b]]
+    def finished(batch: np.ndarray) -> None:
+        texts = [items[i].text for i in batch]
         np.subtract.at(remaining, texts, 1)
         bar.update(int(np.count_nonzero(remaining[np.unique(texts)] == 0)))
 
     with _threads(runtime, workers):
-        if workers == 1:
-            for b in range(len(batches)):
-                finished(run(b))
-        else:
-            with ThreadPoolExecutor(workers) as pool:
-                for b in pool.map(run, range(len(batches))):
-                    finished(b)
-    vectors = np.zeros((n_texts, means[0].shape[1] if batches else 0), dtype=np.float64)
+        batches = run_length_batched([len(item.ids) for item in items], run, batch_tokens, max_rows, workers, finished)
+    vectors = np.zeros((n_texts, batches[0][1].shape[1] if batches else 0), dtype=np.float64)
     total = np.zeros(n_texts, dtype=np.float64)
-    for b, batch in enumerate(batches):
+    for batch, means in batches:
         for row, i in enumerate(batch):
-            vectors[items[i].text] += items[i].weight * means[b][row]
+            vectors[items[i].text] += items[i].weight * means[row]
             total[items[i].text] += items[i].weight
     vectors /= total[:, None]
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)

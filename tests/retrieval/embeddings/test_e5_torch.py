@@ -242,7 +242,7 @@ def test_cuda_vectors_match_the_cpu(sample, reference):
 
 
 def test_length_batches_sort_and_bound_padded_tokens():
-    from retrieval.embeddings.e5_port import length_batches
+    from retrieval.embeddings.batching import length_batches
 
     lengths = [5, 100, 7, 7, 60, 3, 512, 40]
     batches = length_batches(lengths, 128, None)
