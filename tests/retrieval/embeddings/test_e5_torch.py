@@ -225,7 +225,7 @@ def test_cuda_without_a_gpu_is_an_error_and_auto_picks_the_cpu():
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a CUDA device; the no-GPU errors cannot be observed")
-    with pytest.raises(EmbedderError, match="device='cuda' but torch sees no CUDA device"):
+    with pytest.raises(EmbedderError, match=r"device = 'cuda', but torch sees no CUDA device"):
         load_embedder("e5-small", device="cuda")
     assert load_embedder("e5-small", device="auto", progress=False).device == "cpu"
 
