@@ -95,12 +95,8 @@ def test_content_hash_is_memoised_by_path_size_mtime_and_inode(tmp_path, monkeyp
 
 
 @pytest.mark.slow  # two subprocess runs on a private copy of cranfield
-def test_edited_bundled_file_reseeds_the_ir_datasets_cache(tmp_path):
-    from tests.conftest import SHARED_DIR
-
-    source = SHARED_DIR / "datasets" / "cranfield"
-    if not source.is_dir():
-        pytest.skip("bundled cranfield not found")
+def test_edited_bundled_file_reseeds_the_ir_datasets_cache(tmp_path, shared_dir):
+    source = shared_dir / "datasets" / "cranfield"
     data = tmp_path / "data"
     shutil.copytree(source, data / "cranfield")
     config = experiment_toml(tmp_path, datasets=[{"id": "cranfield", "max_queries": 5}], systems=FAST)
