@@ -39,3 +39,13 @@ def test_the_declared_dependencies_come_from_pyproject_extras() -> None:
     names = declared_distributions()
     assert {"numpy", "faiss-cpu", "dask", "pytest", "bm25s", "torch"} <= set(names)
     assert "zerda-eval" not in names
+
+
+def test_ci_draws_the_same_hypothesis_examples_every_time() -> None:
+    from hypothesis import settings
+
+    from tests.conftest import ON_CI
+
+    profile = settings.get_profile("ci")
+    assert profile.derandomize and profile.deadline is None
+    assert settings.default.derandomize == ON_CI  # loaded exactly when CI=true

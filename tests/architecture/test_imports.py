@@ -16,10 +16,11 @@ from tests.architecture.import_graph import crossings, cycles, import_graph, unl
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("retrieval", "zerda_eval")
 # Bottom to top: a module may import its own layer and any layer below, never above. A module belongs
-# to the layer of its longest matching entry. ``evaluation.ranking`` (the run type and tie-break the run
-# store writes) and ``spec.checks`` (the one key checker, used by systems, fusion and datasets too) sit
-# on the floor with the errors they raise, and so do their packages' ``__init__`` files (which import
-# nothing); the rest of ``evaluation`` above ``datasets``, of ``spec`` above ``fusion``.
+# to the layer of its longest matching entry. On the floor, with the errors they raise: ``evaluation.ranking``
+# (the run type and tie-break the run store writes), ``spec.checks`` (the one key checker, used by systems,
+# fusion and datasets too), ``execution.faults`` (the test fault hook, called by the store too) and their
+# packages' ``__init__`` files (which import nothing). The rest of ``evaluation`` sits above ``datasets``,
+# of ``spec`` above ``fusion``, of ``execution`` above ``spec``.
 LAYERS = (
     (
         "zerda_eval.errors",
@@ -28,6 +29,8 @@ LAYERS = (
         "zerda_eval.evaluation.ranking",
         "zerda_eval.spec.__init__",
         "zerda_eval.spec.checks",
+        "zerda_eval.execution.__init__",
+        "zerda_eval.execution.faults",
     ),
     ("zerda_eval.store",),
     ("zerda_eval.datasets",),
