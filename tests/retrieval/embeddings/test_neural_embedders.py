@@ -83,8 +83,8 @@ def light(minilm_int8, english) -> np.ndarray:
 
 
 # Float noise across batch compositions under threaded kernels; sentence-transformers' own encode meets it
-# (checked in the test below, on the same texts and batches).
-BATCH_ATOL = 2e-6
+# (checked in the test below, on the same texts and batches; measured here: 1.2e-7 on both sides).
+BATCH_ATOL = 1e-6
 
 
 def test_minilm_equals_sentence_transformers_own_encode(minilm, english, exact):
