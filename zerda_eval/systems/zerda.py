@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from retrieval.core import BM25Index
 from retrieval.core.bm25 import DEFAULT_B, DEFAULT_K1
+from retrieval.core.hashing import normalized_text_sha256
 from retrieval.zerda import (
     BM25Scorer,
     ChunkMetadata,
@@ -28,7 +29,6 @@ from retrieval.zerda import (
     VectorRetriever,
 )
 from retrieval.zerda.config import RRF_ORDERS
-from retrieval.zerda.models import content_hash
 from zerda_eval.errors import RunError
 from zerda_eval.evaluation.ranking import Ranking
 from zerda_eval.systems.analysis import (
@@ -62,7 +62,7 @@ def collection_chunks(collection: Any) -> list[DocumentChunk]:
 
 def duplicates_collapsed(texts: list[str]) -> int:
     """How many documents the zerda content-hash merge folds into another one."""
-    return len(texts) - len({content_hash(text) for text in texts})
+    return len(texts) - len({normalized_text_sha256(text) for text in texts})
 
 
 def _to_results(hits: list[Any]) -> Ranking:
