@@ -28,14 +28,17 @@ def scifact() -> tuple[list[list[str]], list[list[str]]]:
 
 
 def bm25s_index(corpus: list[list[str]], backend: str) -> Any:
-    bm25s = pytest.importorskip("bm25s")
+    import bm25s
+
     retriever = bm25s.BM25(k1=1.5, b=0.75, method="lucene", backend=backend)
     retriever.index(corpus, show_progress=False)
     return retriever
 
 
 def rank_bm25_index(corpus: list[list[str]]) -> Any:
-    return pytest.importorskip("rank_bm25").BM25Okapi(corpus, k1=1.5, b=0.75)
+    import rank_bm25
+
+    return rank_bm25.BM25Okapi(corpus, k1=1.5, b=0.75)
 
 
 INDEXERS: dict[str, Callable[[list[list[str]]], Any]] = {

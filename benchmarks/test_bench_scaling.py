@@ -77,7 +77,8 @@ def index(synthetic) -> SparseBM25:
 
 @pytest.fixture(scope="module")
 def peer(synthetic):
-    bm25s = pytest.importorskip("bm25s")
+    import bm25s
+
     retriever = bm25s.BM25(k1=1.5, b=0.75, method="lucene", backend="numba")
     retriever.index(synthetic[0], show_progress=False)
     return retriever
