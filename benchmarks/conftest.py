@@ -5,6 +5,10 @@ pytest-benchmark (one warm-up round, so numba/ranx compiles and caches stay out 
 keeps the fastest round, the one least disturbed by other processes on a shared machine. The
 terminal summary prints, per group, units per second and for every (ours, peer) pair the speed
 ratio ``peer time / our time`` (> 1 means ours is faster).
+
+Quick mode (``ZERDA_BENCH_QUICK=1 pytest benchmarks/ --benchmark-disable``, what ``.ci/run`` does): every
+benchmark runs its code once, untimed, on the small sizes only, so the outputs each test asserts equal (ours
+and the peer's) are checked in a few minutes. ``same_top_k`` is that check for exact engines.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 LIBRARIES = ("numpy", "scipy", "numba", "faiss-cpu", "bm25s", "rank-bm25", "ranx", "pytrec-eval-terrier")
@@ -35,6 +40,20 @@ class Timing:
 
 
 _TIMINGS: dict[str, list[Timing]] = defaultdict(list)
+QUICK = os.environ.get("ZERDA_BENCH_QUICK") == "1"
+
+
+def same_top_k(found: np.ndarray, best: np.ndarray, scores: np.ndarray, rtol: float) -> bool:
+    """Whether ``found`` (a peer's top-k row ids) is a top-k of ``scores`` as exact as ``best`` (ours).
+
+    Both must name k distinct rows whose ``scores`` are the same multiset, to ``rtol``: the same top-k
+    up to the order of rows whose scores tie within the peer's float precision (bm25s and FAISS score in
+    float32), never a row that scores below the k-th best.
+    """
+    found, best = np.asarray(found), np.asarray(best)
+    if found.shape != best.shape or len(set(found.tolist())) != len(found):
+        return False
+    return bool(np.allclose(np.sort(scores[found]), np.sort(scores[best]), rtol=rtol, atol=0))
 
 
 def run_timed(
@@ -60,6 +79,8 @@ def run_timed(
     benchmark.group = group
     benchmark.extra_info.update(name=name, role=role, units=units, unit=unit, gflop=gflop)
     result = benchmark.pedantic(fn, rounds=rounds, iterations=1, warmup_rounds=int(warmup))
+    if benchmark.disabled:  # --benchmark-disable: fn ran once, untimed
+        return result
     _TIMINGS[group].append(Timing(name, role, getattr(benchmark.stats.stats, stat), units, unit, gflop))
     return result
 

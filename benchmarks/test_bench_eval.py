@@ -65,7 +65,8 @@ def test_evaluate_run(timed, run_and_qrels, system: str, depth: int) -> None:
 
         evaluate, role = (lambda: evaluate_run(run, qrels, MEASURES)), "ours"
     elif system == "ranx from dicts":
-        ranx = pytest.importorskip("ranx")
+        import ranx
+
         as_dict = {qid: dict(results) for qid, results in run.items()}
 
         def evaluate():  # type: ignore[no-untyped-def]
@@ -73,7 +74,7 @@ def test_evaluate_run(timed, run_and_qrels, system: str, depth: int) -> None:
 
         role = "peer"
     else:
-        pytrec_eval = pytest.importorskip("pytrec_eval")
+        import pytrec_eval
 
         def evaluate():  # type: ignore[no-untyped-def]
             as_dict = {qid: dict(results) for qid, results in run.items()}
@@ -82,7 +83,8 @@ def test_evaluate_run(timed, run_and_qrels, system: str, depth: int) -> None:
         role = "peer"
     values = timed(f"evaluate 300 x {depth} SciFact run", system, evaluate, units=len(run), role=role, rounds=15)
     if role == "ours":  # the same numbers as trec_eval (ties: the run's scores are tie-broken first)
-        pytrec_eval = pytest.importorskip("pytrec_eval")
+        import pytrec_eval
+
         ranked = {qid: {doc: float(len(r) - i) for i, (doc, _) in enumerate(r)} for qid, r in run.items()}
         reference = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "map_cut.100"}).evaluate(ranked)
         for qid, row in reference.items():
@@ -93,8 +95,6 @@ def test_evaluate_run(timed, run_and_qrels, system: str, depth: int) -> None:
 @pytest.mark.parametrize("system", ["ours evaluate_run", "pytrec_eval"])
 def test_cold_start(timed, system: str) -> None:
     """A fresh interpreter's first evaluation, numba cache empty: imports and kernel compilation included."""
-    if system == "pytrec_eval":
-        pytest.importorskip("pytrec_eval")
     code, role = (COLD_OURS, "ours") if system.startswith("ours") else (COLD_PEER, "peer")
 
     def first_evaluation() -> None:

@@ -1,19 +1,75 @@
-"""Shared fixtures: the read-only data folder ``../shared`` beside the repository, and small loaders."""
+"""Shared fixtures: the read-only data folder ``../shared`` beside the repository, and small loaders.
+
+Also the run's preconditions. Under CI (``CI=true``) a missing ``../shared``, a missing declared
+dependency (``pip install -e ".[dev]"``) or a missing Chromium stops the run at collection with one
+line; off CI, tests that need ``../shared`` or Chromium skip with the reason, and a missing declared
+dependency still fails (each test imports it plainly). Hypothesis draws the same examples every time
+under CI (profile ``ci``: derandomised, no deadline).
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
+import tomllib
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
-SHARED_DIR = Path(__file__).resolve().parents[1] / ".." / "shared"
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DIR = ROOT / ".." / "shared"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ON_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+if ON_CI:
+    settings.load_profile("ci")
+
+
+def declared_distributions(extra: str = "dev") -> list[str]:
+    """Every distribution ``pip install -e ".[<extra>]"`` installs, read from pyproject.toml."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras, names, pending = project["optional-dependencies"], list(project["dependencies"]), [extra]
+    while pending:
+        for requirement in extras[pending.pop()]:
+            name, _, nested = re.match(r"([A-Za-z0-9_.-]+)(\[([^\]]*)\])?", requirement).groups()
+            if name == project["name"]:
+                pending += [e.strip() for e in nested.split(",")]
+            else:
+                names.append(requirement)
+    return sorted({re.match(r"[A-Za-z0-9_.-]+", name).group() for name in names})
+
+
+def missing_preconditions() -> list[str]:
+    """What a CI run needs and this machine lacks, one phrase each (empty: all present)."""
+    missing = [] if SHARED_DIR.is_dir() else [f"the data folder {SHARED_DIR.resolve()} (check it out beside the repo)"]
+    absent = []
+    for name in declared_distributions():
+        try:
+            metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            absent.append(name)
+    if absent:
+        missing.append(f'declared dependencies {", ".join(absent)} (pip install -e ".[dev]")')
+    if CHROMIUM is None:
+        missing.append("a chromium binary (apt-get install -y chromium)")
+    return missing
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under CI, stop before collecting anything when a precondition is missing: one line, exit code 4."""
+    if ON_CI and (missing := missing_preconditions()):
+        raise pytest.UsageError(f"CI=true and this machine lacks {'; '.join(missing)}")
 
 
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
-    """``<repo>/../shared``; tests that need it skip with a clear message when it is absent."""
+    """``<repo>/../shared``; off CI, tests that need it skip with a clear message when it is absent."""
     if not SHARED_DIR.is_dir():
         pytest.skip(f"shared data folder not found at {SHARED_DIR.resolve()} (put it beside the repository)")
     return SHARED_DIR
@@ -50,7 +106,7 @@ def scifact(shared_dir: Path) -> BeirCorpus:
     """BEIR SciFact (5,183 documents, 1,109 queries, 300 of them test) from ``datasets/beir-scifact``."""
     folder = shared_dir / "datasets" / "beir-scifact"
     if not (folder / "corpus.jsonl").is_file():
-        pytest.skip(f"SciFact not found under {folder.resolve()}")
+        pytest.fail(f"SciFact not found under {folder.resolve()}: ../shared is incomplete", pytrace=False)
     return read_beir(folder)
 
 

@@ -15,10 +15,11 @@ scoring every document against every term, with zero for documents that share no
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
+
+from retrieval.core.top_k import top_k_indices
 
 DEFAULT_K1 = 1.5
 DEFAULT_B = 0.75
@@ -99,5 +100,4 @@ class BM25Index:
         if not self.corpus or k <= 0:
             return []
         scores = self.scores(query_tokens)
-        best = heapq.nlargest(k, range(len(scores)), key=scores.__getitem__)
-        return [(doc_index, scores[doc_index]) for doc_index in best]
+        return [(doc_index, scores[doc_index]) for doc_index in top_k_indices(scores, k)]

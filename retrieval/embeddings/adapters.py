@@ -13,6 +13,7 @@ from types import ModuleType
 
 import numpy as np
 
+from retrieval.core.hashing import folder_sha256
 from retrieval.embeddings.base import (
     BaseEmbedder,
     EmbedderUnavailable,
@@ -22,7 +23,6 @@ from retrieval.embeddings.base import (
     resolve_device,
 )
 from retrieval.embeddings.batching import encode_in_chunks
-from retrieval.embeddings.packaged import folder_sha256
 
 # Texts given to sentence-transformers at a time: it sorts each chunk by length before batching (little
 # padding); the progress bar advances once per chunk.

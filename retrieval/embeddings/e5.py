@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.core.hashing import file_sha256
 from retrieval.embeddings.base import (
     BaseEmbedder,
     EmbedderError,
@@ -50,7 +51,7 @@ from retrieval.embeddings.e5_port import (
     windows,
 )
 from retrieval.embeddings.e5_tokenizer import PASSAGE_PREFIX, QUERY_PREFIX
-from retrieval.embeddings.packaged import file_sha256, import_neural, package_file
+from retrieval.embeddings.packaged import import_neural, package_file
 
 MODEL = "intfloat/multilingual-e5-small"
 DIM = 384

@@ -24,11 +24,12 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.core.hashing import file_sha256
 from retrieval.embeddings.batching import run_length_batched
 from retrieval.embeddings.e5_image import E5Image, read_image
 from retrieval.embeddings.e5_runtime import OnnxRuntime, TorchRuntime, onnx_file
 from retrieval.embeddings.e5_tokenizer import E5Tokenizer
-from retrieval.embeddings.packaged import file_sha256, import_neural
+from retrieval.embeddings.packaged import import_neural
 
 DEFAULT_BATCH_TOKENS = 4096  # padded tokens per batch (measured: 4k-8k run at the same speed on 2 cores)
 # CPU fp32 runs on onnxruntime: faster than torch eager here (see the README's embedder table).

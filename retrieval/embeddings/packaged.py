@@ -9,7 +9,6 @@ tampered folder is replaced instead of silently used.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import shutil
@@ -41,29 +40,6 @@ def package_file(package: str, relative: str, distribution: str) -> Path:
     if not path.is_file():
         raise EmbedderUnavailable(f"{path} is missing from the installed {distribution}; reinstall it ({INSTALL_HINT})")
     return path
-
-
-def file_sha256(path: Path) -> str:
-    """Hex SHA-256 of a file's bytes (identifies the weights in the embedding cache key)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def folder_sha256(folder: Path) -> str:
-    """Hex SHA-256 over every file of ``folder`` (relative path, length, bytes), in sorted order.
-
-    A user's model folder is named by its path only; hashing its contents keeps the embedding cache
-    from serving vectors of an earlier model saved to the same path.
-    """
-    digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        name = path.relative_to(folder).as_posix().encode("utf-8")
-        digest.update(len(name).to_bytes(8, "little") + name)
-        digest.update(file_sha256(path).encode("ascii"))
-    return digest.hexdigest()
 
 
 def model_cache_root() -> Path:

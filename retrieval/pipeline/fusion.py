@@ -7,6 +7,7 @@ The RRF sum is ``retrieval.core.rrf_scores``: 1-based ranks, a list adds ``weigh
 from __future__ import annotations
 
 from retrieval.core import rrf_scores
+from retrieval.core.top_k import top_k_indices
 from retrieval.pipeline.errors import RetrieverError
 from retrieval.pipeline.models import ContextItem
 from retrieval.pipeline.scoring import cut, rescored
@@ -44,15 +45,24 @@ def rrf_fuse(
             if item.id not in kept or item.score > kept[item.id].score:
                 kept[item.id] = item
     sums = rrf_scores([[item.id for item in ranked] for ranked in ranked_lists], weights, k)
-    order = sorted(sums, key=lambda item_id: -sums[item_id])
+    ids = list(sums)
+    order = [ids[i] for i in top_k_indices([sums[item_id] for item_id in ids])]
     if top_k is not None:
         order = cut(order, top_k)
     if not order:
         return []
-    high = sums[order[0]]
-    low = sums[order[-1]] if len(order) > 1 else 0.0
-    span = high - low if high > low else 1.0
+    scores = returned_min_max([sums[item_id] for item_id in order])
     return [
-        rescored(kept[item_id], (sums[item_id] - low) / span, retrieval_method="rrf", rrf_raw_score=sums[item_id])
-        for item_id in order
+        rescored(kept[item_id], score, retrieval_method="rrf", rrf_raw_score=sums[item_id])
+        for item_id, score in zip(order, scores, strict=True)
     ]
+
+
+def returned_min_max(sums: list[float]) -> list[float]:
+    """The documented library's min-max of ``rrf_fuse`` (a quirk kept, issue 18), over the returned sums best
+    first: ``(s - min) / (max - min)``, except that one item is divided by itself (1.0; 0.0 when its sum is
+    0) and all-tied items score 0.0. The harness's min-max is ranx's (``zerda_eval.fusion.methods``)."""
+    high = sums[0]
+    low = sums[-1] if len(sums) > 1 else 0.0
+    span = high - low if high > low else 1.0
+    return [(value - low) / span for value in sums]

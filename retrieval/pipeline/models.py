@@ -6,13 +6,14 @@ failures raise ``pydantic.ValidationError``, a ``ValueError`` subclass.
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from retrieval.core.hashing import memory_md5
 
 
 def _new_id() -> str:
@@ -59,17 +60,12 @@ class QueryBundle(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-def memory_content_hash(content: str) -> str:
-    """MD5 hex of the UTF-8 content: the documented library's de-duplication key of a memory entry."""
-    return hashlib.md5(content.encode("utf-8"), usedforsecurity=False).hexdigest()
-
-
 class MemoryEntry(BaseModel):
     """One stored memory, with the documented library's fields (seed 004 names the class only; issue 18).
 
     ``relevance_score`` (0-1, default 0.5) is the importance signal of ``ScoredMemoryRetriever``;
     ``last_accessed`` drives its recency; ``content_hash`` is computed from ``content`` when not given
-    (``memory_content_hash``; ``model_copy`` does not recompute it, as pydantic does not validate copies).
+    (``retrieval.core.hashing.memory_md5``; ``model_copy`` does not recompute it, as pydantic does not validate copies).
     An unknown field (e.g. the former ``importance``) is a ``ValidationError``.
     """
 
@@ -93,5 +89,5 @@ class MemoryEntry(BaseModel):
     @model_validator(mode="after")
     def _fill_content_hash(self) -> MemoryEntry:
         if not self.content_hash:
-            object.__setattr__(self, "content_hash", memory_content_hash(self.content))  # frozen model
+            object.__setattr__(self, "content_hash", memory_md5(self.content))  # frozen model
         return self

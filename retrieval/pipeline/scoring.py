@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from retrieval.core.top_k import top_k_indices
 from retrieval.pipeline.errors import RetrieverError
 from retrieval.pipeline.models import ContextItem
 
@@ -36,7 +37,9 @@ def cut(items: Sequence[T], top_k: int) -> list[T]:
 
 def rank_by(items: Sequence[T], raw: Sequence[float]) -> list[tuple[T, float]]:
     """``(item, raw score)`` pairs sorted by score descending; ties keep the input order."""
-    return sorted(zip(items, raw, strict=True), key=lambda pair: -pair[1])
+    if len(items) != len(raw):
+        raise ValueError(f"rank_by got {len(items)} items and {len(raw)} scores")
+    return [(items[i], raw[i]) for i in top_k_indices(raw)]
 
 
 def rescore_sorted(

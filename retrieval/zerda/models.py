@@ -6,10 +6,10 @@ dataclass), a LangChain ``Document`` (``page_content``, ``id``, dict metadata) o
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import asdict, dataclass, field, is_dataclass
-from functools import lru_cache
 from typing import Any
+
+from retrieval.core.hashing import normalized_text_sha256
 
 
 @dataclass
@@ -41,15 +41,6 @@ def chunk_text(chunk: Any) -> str:
     return getattr(chunk, "text", None) or getattr(chunk, "page_content", None) or ""
 
 
-@lru_cache(maxsize=1 << 16)
-def content_hash(text: str) -> str:
-    """SHA-256 hex of ``text`` lower-cased with whitespace collapsed: the hybrid merge key.
-
-    Memoised: the hybrid merge asks for the same chunk's hash once per branch and query.
-    """
-    return hashlib.sha256(" ".join(text.lower().split()).encode("utf-8")).hexdigest()
-
-
 @dataclass(frozen=True)
 class DocumentChunk:
     """A piece of a document as zerda's chunkers produce it.
@@ -65,7 +56,7 @@ class DocumentChunk:
     content_hash: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "content_hash", content_hash(chunk_text(self)))
+        object.__setattr__(self, "content_hash", normalized_text_sha256(chunk_text(self)))
 
 
 @dataclass
@@ -89,9 +80,9 @@ class ScoredChunk:
 
     @property
     def doc_id(self) -> Any:
-        """``chunk.doc_id``, else ``chunk.id``, else ``None``."""
-        doc_id = getattr(self.chunk, "doc_id", None)
-        return doc_id if doc_id is not None else getattr(self.chunk, "id", None)
+        """``chunk.doc_id`` unless it is falsy (``""``, ``None``), else ``chunk.id``, else ``None``: upstream
+        zerda 0.1.0's ``or`` (the seed is silent on it)."""
+        return getattr(self.chunk, "doc_id", None) or getattr(self.chunk, "id", None)
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -104,4 +95,4 @@ class ScoredChunk:
         chunk = self.chunk
         if type(chunk) is DocumentChunk:
             return chunk.content_hash
-        return content_hash(chunk_text(chunk))
+        return normalized_text_sha256(chunk_text(chunk))

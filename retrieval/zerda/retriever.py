@@ -17,6 +17,7 @@ import numpy as np
 from retrieval.core import BM25Index, rrf_scores, tokenize
 from retrieval.core import cosine as _cosine  # the seed's private `_cosine` is the project's one cosine
 from retrieval.core.bm25 import DEFAULT_B, DEFAULT_K1
+from retrieval.core.top_k import top_k_indices
 from retrieval.zerda.config import AS_DOCUMENTED, ContextEngineConfig, check_rrf_order
 from retrieval.zerda.models import ScoredChunk, chunk_metadata_dict, chunk_text
 
@@ -210,8 +211,7 @@ class VectorRetriever(HybridRetrieverStrategy):
             similarity = _cosine(query_embedding, embedding)
             if similarity >= self.cfg.min_vector_score:
                 hits.append(ScoredChunk(chunk, vector_score=similarity, composite_score=similarity))
-        hits.sort(key=lambda hit: hit.composite_score, reverse=True)
-        return hits[:top_k]
+        return [hits[i] for i in top_k_indices([hit.composite_score for hit in hits])][:top_k]
 
     def _get_query_embedding(self, query: str) -> np.ndarray | None:
         """Query vector from the unbounded ``_query_cache``; an ``embed_fn`` error logs a warning -> None."""
@@ -350,8 +350,7 @@ class HybridRetriever:
         else:
             self._apply_weights(chunks_list)
             self._apply_rrf(chunks_list, ranked_lists)
-        chunks_list.sort(key=lambda sc: sc.composite_score, reverse=True)  # step 8
-        return chunks_list[:k]
+        return [chunks_list[i] for i in top_k_indices([sc.composite_score for sc in chunks_list])][:k]  # step 8
 
     @staticmethod
     def _merge(all_results: dict[str, ScoredChunk], hits: list[ScoredChunk], score_field: str) -> None:

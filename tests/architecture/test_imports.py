@@ -1,26 +1,37 @@
-"""The house has one direction: no import cycles, each layer imports only layers below it, and
-``retrieval`` (the reference implementations) never imports the harness.
+"""The house has one direction: no import cycles, each layer imports only layers below it, ``retrieval``
+(the reference implementations) never imports the harness, and its two seed APIs never import each other.
 
-Every ``import`` statement counts, also inside functions and ``if TYPE_CHECKING:`` blocks: a cycle
-hidden in a function is still a cycle in the design. ``from package import name`` is an edge to the
-submodule ``name`` when there is one, else to the package. Importing a submodule runs its parent
-packages' ``__init__`` too; those implicit edges are left out (a package may re-export its modules).
+What counts as an import (package ``__init__`` files, ``importlib.import_module`` with a literal name):
+``tests/architecture/import_graph.py``. ``test_import_guard.py`` plants violations and sees these fail.
 """
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
 
+from tests.architecture.import_graph import crossings, cycles, import_graph, unlayered, upward_imports
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("retrieval", "zerda_eval")
 # Bottom to top: a module may import its own layer and any layer below, never above. A module belongs
-# to the layer of its longest matching name (``evaluation.ranking``, the run type and tie-break that the
-# run store writes, sits at the bottom; the rest of ``evaluation`` above ``datasets``).
+# to the layer of its longest matching entry. On the floor, with the errors they raise: ``evaluation.ranking``
+# (the run type and tie-break the run store writes), ``spec.checks`` (the one key checker, used by systems,
+# fusion and datasets too), ``execution.faults`` (the test fault hook, called by the store too) and their
+# packages' ``__init__`` files (which import nothing). The rest of ``evaluation`` sits above ``datasets``,
+# of ``spec`` above ``fusion``, of ``execution`` above ``spec``.
 LAYERS = (
-    ("zerda_eval.errors", "zerda_eval.hashing", "zerda_eval.evaluation.ranking"),
+    (
+        "zerda_eval.errors",
+        "zerda_eval.hashing",
+        "zerda_eval.evaluation.__init__",
+        "zerda_eval.evaluation.ranking",
+        "zerda_eval.spec.__init__",
+        "zerda_eval.spec.checks",
+        "zerda_eval.execution.__init__",
+        "zerda_eval.execution.faults",
+    ),
     ("zerda_eval.store",),
     ("zerda_eval.datasets",),
     ("zerda_eval.evaluation",),
@@ -33,100 +44,23 @@ LAYERS = (
     ("zerda_eval.api",),
     ("zerda_eval.cli", "zerda_eval.__main__", "zerda_eval"),
 )
+# The shared core below the embedders, the embedders below the two seed APIs (zerda's vector backends
+# embed); the seed APIs side by side and apart (SEED_APIS).
+RETRIEVAL_LAYERS = (
+    ("retrieval", "retrieval.core"),
+    ("retrieval.embeddings",),
+    ("retrieval.zerda", "retrieval.pipeline"),
+)
+SEED_APIS = ("retrieval.zerda", "retrieval.pipeline")
+
+GRAPH = import_graph(ROOT, PACKAGES)
 
 
-def module_files() -> dict[str, Path]:
-    modules = {}
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            parts = path.relative_to(ROOT).with_suffix("").parts
-            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-            modules[name] = path
-    return modules
-
-
-MODULES = module_files()
-
-
-def is_package(name: str) -> bool:
-    return MODULES.get(name, Path()).name == "__init__.py"
-
-
-def edges_of(name: str) -> set[str]:
-    """The modules of ours that module ``name`` imports, anywhere in its code."""
-    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
-    package = name if is_package(name) else name.rpartition(".")[0]
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
-            else:
-                base = node.module or ""
-            for alias in node.names:
-                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base)
-    return {module for module in found if module in MODULES and module != name}
-
-
-GRAPH = {name: edges_of(name) for name in MODULES}
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for target in sorted(graph[node]):
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in on_stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
-
-
-def layer_of(name: str) -> int:
-    matches = [
-        (len(prefix), level)
-        for level, prefixes in enumerate(LAYERS)
-        for prefix in prefixes
-        if name == prefix or (prefix != "zerda_eval" and name.startswith(prefix + "."))
-    ]
-    assert matches, f"{name} belongs to no layer of LAYERS: add its package"
-    return max(matches)[1]
-
-
-def test_the_graph_sees_function_level_and_relative_imports():
+def test_the_graph_sees_function_level_relative_and_package_imports():
     assert "zerda_eval.datasets" in GRAPH["zerda_eval.execution.cell"]  # in a function
     assert "zerda_eval.errors" in GRAPH["zerda_eval.spec.experiment"]
-
-
-def test_cycle_finder_finds_a_planted_cycle():
-    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    # ``from retrieval.core.bm25 import ...`` outside retrieval.core runs retrieval/core/__init__.py too
+    assert {"retrieval.core", "retrieval.core.tokenize"} <= GRAPH["retrieval.pipeline.sparse"]
 
 
 def test_no_module_imports_a_module_that_imports_it_back():
@@ -138,7 +72,11 @@ def test_retrieval_never_imports_the_harness():
     assert [(m, t) for m, t in offenders if t.startswith("zerda_eval")] == []
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("zerda_eval")))
-def test_each_module_imports_only_its_layer_and_below(module):
-    upward = [t for t in GRAPH[module] if t.startswith("zerda_eval") and layer_of(t) > layer_of(module)]
-    assert upward == [], f"{module} (layer {layer_of(module)}) imports a higher layer"
+@pytest.mark.parametrize(("package", "layers"), [("zerda_eval", LAYERS), ("retrieval", RETRIEVAL_LAYERS)])
+def test_each_module_imports_only_its_layer_and_below(package, layers):
+    assert unlayered(GRAPH, layers, package) == [], "add these modules' package to a layer"
+    assert upward_imports(GRAPH, layers) == []
+
+
+def test_the_two_seed_apis_never_import_each_other():
+    assert crossings(GRAPH, SEED_APIS) == []

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.harness import CliResult
+from zerda_eval import cli as cli_module
 
 
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     """Run ``zerda_eval.cli.main(args)`` in-process from ``tmp_path``; return code and captured output."""
-    cli_module = pytest.importorskip("zerda_eval.cli")
     monkeypatch.chdir(tmp_path)
 
     def run(*args: str) -> CliResult:

@@ -78,14 +78,15 @@ def test_a_file_outside_the_folder_is_fingerprinted(cli, tmp_path):
 
 
 def test_content_hash_is_memoised_by_path_size_mtime_and_inode(tmp_path, monkeypatch):
+    from retrieval.core import hashing as recipes
     from zerda_eval import hashing as fingerprint
 
     path = tmp_path / "qrels.tsv"
     path.write_text("q1\td1\t1\n", encoding="utf-8")
     first = fingerprint.file_sha256(path)
     calls = []
-    real = fingerprint._sha256_of_file
-    monkeypatch.setattr(fingerprint, "_sha256_of_file", lambda p: calls.append(p) or real(p))
+    real = recipes._read_sha256
+    monkeypatch.setattr(recipes, "_read_sha256", lambda p: calls.append(p) or real(p))
     assert fingerprint.file_sha256(path) == first and not calls  # memoised
     replacement = tmp_path / "new.tsv"
     replacement.write_text("q1\td2\t1\n", encoding="utf-8")
@@ -95,12 +96,8 @@ def test_content_hash_is_memoised_by_path_size_mtime_and_inode(tmp_path, monkeyp
 
 
 @pytest.mark.slow  # two subprocess runs on a private copy of cranfield
-def test_edited_bundled_file_reseeds_the_ir_datasets_cache(tmp_path):
-    from tests.conftest import SHARED_DIR
-
-    source = SHARED_DIR / "datasets" / "cranfield"
-    if not source.is_dir():
-        pytest.skip("bundled cranfield not found")
+def test_edited_bundled_file_reseeds_the_ir_datasets_cache(tmp_path, shared_dir):
+    source = shared_dir / "datasets" / "cranfield"
     data = tmp_path / "data"
     shutil.copytree(source, data / "cranfield")
     config = experiment_toml(tmp_path, datasets=[{"id": "cranfield", "max_queries": 5}], systems=FAST)

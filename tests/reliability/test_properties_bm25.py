@@ -7,11 +7,10 @@ for any small corpus Hypothesis can draw (a vocabulary of six terms makes ties a
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retrieval.core import BM25Index
+from retrieval.core import BM25Index, bm25_fast
 
 SETTINGS = settings(max_examples=75, deadline=None)
 VOCAB = ["sand", "fox", "dune", "night", "water", "oasis"]
@@ -53,7 +52,6 @@ def test_permuting_the_corpus_permutes_the_results(corpus, query, k1, b, data):
 @settings(max_examples=40, deadline=None)  # each example also runs the numba top-k kernel
 @given(corpus=corpora, batch=st.lists(queries, min_size=1, max_size=4), k=st.integers(1, 20), k1=k1s, b=bs)
 def test_sparse_bm25_equals_the_reference(corpus, batch, k, k1, b):
-    bm25_fast = pytest.importorskip("retrieval.core.bm25_fast")
     reference = BM25Index(k1=k1, b=b).fit(corpus)
     fast = bm25_fast.SparseBM25(k1=k1, b=b).fit(corpus)
     for query in batch:

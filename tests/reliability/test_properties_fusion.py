@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from retrieval.core.hashing import normalized_text_sha256
 from retrieval.pipeline import ContextItem, rrf_fuse
 from retrieval.zerda import (
     ContextEngineConfig,
@@ -22,7 +23,6 @@ from retrieval.zerda import (
     RetrieverConfig,
     VectorRetriever,
 )
-from retrieval.zerda.models import content_hash
 
 SETTINGS = settings(max_examples=75, deadline=None)
 IDS = [f"d{i}" for i in range(12)]
@@ -144,7 +144,7 @@ def test_hybrid_never_returns_a_chunk_twice(chunks, query, top_k, rrf_order):
     hashes = [hit.content_hash for hit in results]
     assert len(hashes) == len(set(hashes))
     assert len({id(hit.chunk) for hit in results}) == len(results)
-    assert len(results) <= min(top_k, len({content_hash(chunk.text) for chunk in chunks}))
+    assert len(results) <= min(top_k, len({normalized_text_sha256(chunk.text) for chunk in chunks}))
     composites = [hit.composite_score for hit in results]
     assert composites == sorted(composites, reverse=True)
 

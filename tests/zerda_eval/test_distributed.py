@@ -214,7 +214,6 @@ def test_killed_worker_is_retried_without_duplicates(experiment_factory, local_e
 
 
 def test_unreachable_scheduler_is_a_one_line_run_error(monkeypatch):
-    pytest.importorskip("distributed")
     monkeypatch.setattr("zerda_eval.execution.executors.CONNECT_TIMEOUT_S", 1)
     with (
         pytest.raises(RunError, match=r"tcp://127\.0\.0\.1:9: no Dask scheduler answered") as info,

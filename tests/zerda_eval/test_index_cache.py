@@ -139,36 +139,67 @@ def test_a_failed_build_leaves_no_index(tmp_path, monkeypatch):
 
 
 CHILD = """
-import os, sys, time
+import os, sys
 from pathlib import Path
 from retrieval.core import tokenize
-from retrieval.core.bm25_fast import ARRAYS, SparseBM25
+from retrieval.core.bm25_fast import SparseBM25
 from zerda_eval.store.indexes import cached_sparse_bm25
 
 cache_dir, markers = Path(sys.argv[1]), Path(sys.argv[2])
 fit = SparseBM25.fit
 
 def marking_fit(self, corpus_tokens):
-    (markers / str(os.getpid())).touch()
-    time.sleep(1.0)  # hold the build long enough for the other processes to arrive
+    (markers / f"built-{os.getpid()}").touch()
     return fit(self, corpus_tokens)
 
 SparseBM25.fit = marking_fit
+(markers / f"arrived-{os.getpid()}").touch()  # next: the build lock
 index = cached_sparse_bm25(sys.argv[3:], tokenize, 1.5, 0.75, {"normalization": "none", "stemmer": None}, cache_dir)
 print(index.n_docs)
 """
 
 
-def test_concurrent_processes_build_once(tmp_path):
-    """What Dask workers on one cache do: three processes ask for the same index at once."""
+def test_a_builder_killed_mid_build_then_three_processes_build_once(tmp_path):
+    """What Dask workers on one cache do: one dies inside the build, then three ask for the index at once.
+
+    The kill lands inside the build (``ZERDA_EVAL_FAULT=kill-in-index-build``: the index saved in its
+    temporary folder, no checksums yet); the three wait on the build lock this test holds until all three
+    have started, so they contend for it whatever the machine's speed.
+    """
+    import os
+    import signal
     import subprocess
     import sys
+    import time
 
-    markers = tmp_path / "markers"
+    from zerda_eval.execution.faults import FAULT_ENV
+    from zerda_eval.store.files import build_lock
+
+    cache, markers = tmp_path / "cache", tmp_path / "markers"
     markers.mkdir()
-    command = [sys.executable, "-c", CHILD, str(tmp_path / "cache"), str(markers), *TEXTS]
-    children = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    command = [sys.executable, "-c", CHILD, str(cache), str(markers), *TEXTS]
+    env = {key: value for key, value in os.environ.items() if key != FAULT_ENV}
+    directory = cache / "bm25" / index_key(1.5, 0.75, PLAIN, TEXTS)
+
+    killed = subprocess.run(command, env={**env, FAULT_ENV: "kill-in-index-build"}, capture_output=True, text=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    [half_built] = directory.parent.glob(f".{directory.name}.*")  # where the kill landed: mid-build
+    assert (half_built / "indptr.npy").is_file() and not (half_built / indexes.ENTRY_FILE).exists()
+    assert not directory.exists()
+    for marker in markers.iterdir():
+        marker.unlink()
+
+    with build_lock(directory):
+        children = [
+            subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(3)
+        ]
+        deadline = time.monotonic() + 120
+        while len(list(markers.glob("arrived-*"))) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(list(markers.glob("arrived-*"))) == 3, "the children did not start"
     outputs = [child.communicate(timeout=120) for child in children]
     assert [child.returncode for child in children] == [0, 0, 0], outputs
     assert [out.strip() for out, _ in outputs] == [str(len(TEXTS))] * 3
-    assert len(list(markers.iterdir())) == 1
+    assert len(list(markers.glob("built-*"))) == 1
+    assert not half_built.exists() and indexes.verified_entry(directory) is not None

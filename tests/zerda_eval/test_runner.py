@@ -7,13 +7,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from tests.conftest import write_trec_folder
+from zerda_eval.execution.faults import FAULT_ENV
 from zerda_eval.execution.runner import run_experiment
 from zerda_eval.spec.experiment import load_experiment
 from zerda_eval.store.files import TMP_PREFIX
@@ -139,21 +139,14 @@ def test_sigkill_mid_grid_then_resume_equals_an_uninterrupted_run(tmp_path):
     killed_dir.mkdir(), clean_dir.mkdir()
     killed_cfg, clean_cfg = make_experiment(killed_dir, n_b=10), make_experiment(clean_dir, n_b=10)
     command = [sys.executable, "-m", "zerda_eval", "run", "--no-report"]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    process = subprocess.Popen(
-        [*command, str(killed_cfg)],
-        cwd=killed_dir,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    env = {key: value for key, value in os.environ.items() if key != FAULT_ENV} | {"PYTHONPATH": str(REPO)}
+    # SIGKILL from the process itself once its fifth cell (of 13) is written: mid-grid, every time.
+    killed = subprocess.run(
+        [*command, str(killed_cfg)], cwd=killed_dir, env={**env, FAULT_ENV: "kill-after-cell:5"}, capture_output=True
     )
-    cells = killed_dir / "runs" / "cells"
-    while process.poll() is None and not list(cells.glob("*/result.json")):
-        time.sleep(0.002)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    done_at_kill = len(list(cells.glob("*/result.json")))
-    assert done_at_kill >= 1
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert len(list((killed_dir / "runs" / "cells").glob("*/result.json"))) == 5
+    assert not (killed_dir / "runs" / "results.csv").exists()  # killed before the grid's tables
     for cfg, cwd in ((killed_cfg, killed_dir), (clean_cfg, clean_dir)):
         subprocess.run([*command, str(cfg)], cwd=cwd, env=env, check=True, capture_output=True)
     # The two data folders differ by path, hence by cell id: compare cells by their label.

@@ -28,7 +28,8 @@ from typing import Any
 from retrieval.core.tokenize import NORMALIZATIONS
 from zerda_eval.datasets.collection import Collection
 from zerda_eval.datasets.quranqa import OFFICIAL_MEASURES, RUN_DEPTH
-from zerda_eval.errors import ConfigError, unknown_value_message
+from zerda_eval.errors import ConfigError
+from zerda_eval.spec.checks import check_keys
 
 CHOICES: dict[str, tuple[Any, ...]] = {
     "normalization": NORMALIZATIONS,
@@ -100,9 +101,8 @@ def resolve_options(
 
     options = default_options(dataset_id, beir_format, user_folder)
     settable = {name for name in options if name in CHOICES} | set(extra)
+    check_keys(given, settable, "", "option", locate=lambda name: option_key(where, dataset_id, name))
     for name, value in given.items():
-        if name not in settable:
-            raise ConfigError(unknown_value_message("option", name, settable, option_key(where, dataset_id, name)))
         if name in CHOICES and not any(type(value) is type(c) and value == c for c in CHOICES[name]):
             allowed = ", ".join(map(repr, CHOICES[name]))
             key = option_key(where, dataset_id, name)

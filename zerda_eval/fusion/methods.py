@@ -34,6 +34,7 @@ from retrieval.zerda.config import FIXED, RRF_ORDERS, RetrieverConfig
 from retrieval.zerda.retriever import HybridRetriever, rrf_bonuses, weighted_sum
 from zerda_eval.errors import ConfigError, unknown_value_message
 from zerda_eval.evaluation.ranking import Ranking, Run, sort_ranking
+from zerda_eval.spec.checks import check_keys
 from zerda_eval.systems.params import ParamSpec
 
 SCORE_NORMS = ("min-max", "z-score", "none")  # ranx's names: min-max, zmuv, (none)
@@ -85,9 +86,7 @@ def resolve_fusion_params(method: str, params: Mapping[str, Any], where: str = "
     if method not in FUSION_METHODS:
         raise ConfigError(unknown_value_message("fusion method", method, FUSION_METHODS, where))
     spec = FUSION_METHODS[method]
-    for key in params:
-        if key not in spec:
-            raise ConfigError(unknown_value_message(f"parameter of fusion {method!r}", key, spec, where))
+    check_keys(params, spec, where, f"parameter of fusion {method!r}")
     resolved: dict[str, Any] = {"method": method}
     for key, param in spec.items():
         resolved[key] = param.check(params[key], f"{where}: {method}.{key}") if key in params else param.default

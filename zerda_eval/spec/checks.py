@@ -6,7 +6,7 @@ Each raises a one-line ``ConfigError`` naming the file and the key path (``where
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from zerda_eval.errors import ConfigError, unknown_value_message
@@ -14,10 +14,17 @@ from zerda_eval.errors import ConfigError, unknown_value_message
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
-def check_keys(table: Mapping[str, Any], allowed: tuple[str, ...], where: str, kind: str) -> None:
+def check_keys(
+    table: Iterable[str], allowed: Collection[str], where: str, kind: str, locate: Callable[[str], str] | None = None
+) -> None:
+    """The one key checker: a ``ConfigError`` for the first key of ``table`` not in ``allowed``.
+
+    The message names the key's location (``where``, or ``locate(key)`` when each key has its own path),
+    what kind of key it is, the closest allowed key and every allowed one.
+    """
     for key in table:
         if key not in allowed:
-            raise ConfigError(unknown_value_message(kind, key, allowed, where))
+            raise ConfigError(unknown_value_message(kind, key, allowed, locate(key) if locate else where))
 
 
 def get_table(raw: Mapping[str, Any], key: str, source: str, required: bool = False) -> dict[str, Any]:

@@ -429,9 +429,8 @@ def _grid(entry: dict, where: str, params: dict, allowed: set[str], kind: str) -
     else:
         raise ConfigError(f"{where}.grid: give a table of value lists or a list of tables, got {grid!r}")
     for combo in combos:
+        check_keys(combo, allowed, f"{where}.grid", kind)
         for axis in combo:
-            if axis not in allowed:
-                raise ConfigError(unknown_value_message(kind, axis, allowed, f"{where}.grid"))
             if axis in params:
                 raise ConfigError(f"{where}.grid.{axis}: also set in params; keep it in one place")
     seen = set()

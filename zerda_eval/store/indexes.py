@@ -24,6 +24,7 @@ from typing import Any
 
 from retrieval.core.bm25_fast import SAVE_FORMAT, SparseBM25
 from zerda_eval.errors import ZerdaEvalWarning
+from zerda_eval.execution.faults import fault_point
 from zerda_eval.hashing import content_hash, file_sha256, texts_sha256
 from zerda_eval.store.build_costs import must_rebuild, record_build
 from zerda_eval.store.files import atomic_write_text, build_lock, file_mode, write_error
@@ -82,6 +83,7 @@ def cached_sparse_bm25(
         try:
             os.chmod(building, file_mode(directory=True))
             index.save(building)
+            fault_point("in-index-build")
             build_s = time.perf_counter() - building_since
             checksums = {p.name: file_sha256(p) for p in sorted(building.iterdir()) if p.is_file()}
             atomic_write_text(building / ENTRY_FILE, json.dumps({"files": checksums, "build_s": build_s}, indent=2))

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from zerda_eval.datasets.collection import NO_ANSWER_ID
-from zerda_eval.errors import ConfigError, unknown_value_message
+from zerda_eval.errors import ConfigError
 from zerda_eval.evaluation.ranking import Ranking
+from zerda_eval.spec.checks import check_keys
 from zerda_eval.systems.params import ParamSpec
 
 COMMON_PARAMS = {
@@ -52,9 +53,7 @@ class System:
     def resolve_params(cls, params: Mapping[str, Any], where: str) -> dict[str, Any]:
         """Defaults filled in and every value checked; unknown names get a "did you mean"."""
         specs = cls.all_specs()
-        for name in params:
-            if name not in specs:
-                raise ConfigError(unknown_value_message(f"parameter of {cls.family}", name, specs, where))
+        check_keys(params, specs, where, f"parameter of {cls.family}")
         for name, spec in specs.items():
             if spec.required and name not in params:
                 raise ConfigError(f"{where}.{name}: required by family {cls.family!r} ({spec.help})")

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from retrieval.core import BM25Index
 from retrieval.core.bm25 import DEFAULT_B, DEFAULT_K1
+from retrieval.core.hashing import normalized_text_sha256
 from retrieval.zerda import (
     BM25Scorer,
     ChunkMetadata,
@@ -28,7 +29,6 @@ from retrieval.zerda import (
     VectorRetriever,
 )
 from retrieval.zerda.config import RRF_ORDERS
-from retrieval.zerda.models import content_hash
 from zerda_eval.errors import RunError
 from zerda_eval.evaluation.ranking import Ranking
 from zerda_eval.systems.analysis import (
@@ -62,7 +62,7 @@ def collection_chunks(collection: Any) -> list[DocumentChunk]:
 
 def duplicates_collapsed(texts: list[str]) -> int:
     """How many documents the zerda content-hash merge folds into another one."""
-    return len(texts) - len({content_hash(text) for text in texts})
+    return len(texts) - len({normalized_text_sha256(text) for text in texts})
 
 
 def _to_results(hits: list[Any]) -> Ranking:
@@ -162,25 +162,14 @@ class ZerdaKeyword(System):
 
     def _index(self, collection: Any, cache_dir: Path | None) -> None:
         p = self.params
-        self._doc_ids = list(collection.doc_ids)
-        analysis = self.analysis(collection)
-        self._analyze = analysis.analyzer()
-        if p["engine"] == "fast":
-            self._fast = _sparse_bm25(collection.texts, self._analyze, p, analysis.describe(), cache_dir)
-        else:
-            scorer = AnalyzedBM25Scorer(k1=p["k1"], b=p["b"], analyze=self._analyze)
-            self._retriever = TunedKeywordRetriever(ContextEngineConfig(), scorer)
-            self._retriever.index_chunks(collection_chunks(collection))
+        self._scorer = keyword_scorer(p, p["engine"], self.analysis(collection), cache_dir)
+        self._retriever = TunedKeywordRetriever(ContextEngineConfig(), self._scorer)
+        self._retriever.index_chunks(collection_chunks(collection))
 
     def _scored(self, text: str, k: int) -> tuple[Ranking, float | None]:
-        if self.params["engine"] == "reference":
-            results = _to_results(self._retriever.retrieve(text, k))
-            return results, self._retriever._bm25.last_top_score if results else None
-        indices, scores = self._fast.top_k_batch([self._analyze(text)], k * 2)
-        rows, values = indices[0].tolist(), scores[0].tolist()
-        top = max(values) if values else None
-        best = top or 1.0  # as KeywordRetriever: no match keeps 0.0 scores
-        return [(self._doc_ids[row], value / best) for row, value in zip(rows[:k], values[:k], strict=True)], top
+        """The seed retriever's answer (its over-fetch and max division), and its scorer's raw top score."""
+        results = _to_results(self._retriever.retrieve(text, k))
+        return results, self._scorer.last_top_score if results else None
 
 
 def _sparse_bm25(texts: list[str], analyze: Any, params: dict[str, Any], described: dict, cache_dir: Path | None):

@@ -72,7 +72,8 @@ def _seed_idf_rank_bm25(corpus: list[list[str]]):
 
     Its tf part is the seed's, so the two then compute the same formula, each with its own code.
     """
-    rank_bm25 = pytest.importorskip("rank_bm25")
+    import rank_bm25
+
     theirs = rank_bm25.BM25Okapi(corpus, k1=K1, b=B)
     df = Counter(term for doc in corpus for term in set(doc))
     n = len(corpus)
@@ -126,7 +127,8 @@ def scifact_tokens(scifact):
 @pytest.fixture(scope="module")
 def scifact_indexes(scifact_tokens):
     """Our index and bm25s's (Lucene variant, float64), built once over the same SciFact tokens."""
-    bm25s = pytest.importorskip("bm25s")
+    import bm25s
+
     theirs = bm25s.BM25(method="lucene", k1=K1, b=B, dtype="float64")
     theirs.index(scifact_tokens, show_progress=False)
     return BM25Index(K1, B).fit(scifact_tokens), theirs
@@ -159,7 +161,8 @@ def test_parity_with_bm25s_lucene_on_scifact(scifact, scifact_indexes, every):
 def test_tf_part_agrees_with_rank_bm25_okapi(scifact_tokens):
     """rank_bm25's BM25Okapi idf is log((N - df + 0.5) / (df + 0.5)) with negatives floored, not the
     seed's; its tf part is the seed's. So for one-term queries, score / idf must agree per document."""
-    rank_bm25 = pytest.importorskip("rank_bm25")
+    import rank_bm25
+
     corpus = scifact_tokens[:500]
     ours = BM25Index(K1, B).fit(corpus)
     theirs = rank_bm25.BM25Okapi(corpus, k1=K1, b=B)

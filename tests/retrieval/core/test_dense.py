@@ -8,9 +8,7 @@ import numpy as np
 import pytest
 
 from retrieval.core import cosine
-from retrieval.core.dense import DenseIndex, faiss_available, top_k_rows
-
-needs_faiss = pytest.mark.skipif(not faiss_available(), reason="faiss not installed")
+from retrieval.core.dense import DenseIndex, top_k_rows
 
 
 def reference_top_k(docs: np.ndarray, query: np.ndarray, k: int) -> list[tuple[int, float]]:
@@ -32,7 +30,7 @@ def vectors() -> tuple[np.ndarray, np.ndarray]:
     return docs, queries
 
 
-@pytest.mark.parametrize("backend", ["numpy", pytest.param("faiss", marks=needs_faiss)])
+@pytest.mark.parametrize("backend", ["numpy", "faiss"])
 @pytest.mark.parametrize("k", [1, 3, 10, 400, 1000])
 def test_top_k_equals_reference_cosine(vectors, backend: str, k: int) -> None:
     docs, queries = vectors
@@ -45,7 +43,7 @@ def test_top_k_equals_reference_cosine(vectors, backend: str, k: int) -> None:
             assert indices[row].tolist() == [index for index, _ in expected], f"query {row}"
 
 
-@pytest.mark.parametrize("backend", ["numpy", pytest.param("faiss", marks=needs_faiss)])
+@pytest.mark.parametrize("backend", ["numpy", "faiss"])
 def test_duplicate_rows_rank_by_their_reference_score(vectors, backend: str) -> None:
     """BLAS may round identical rows a hair apart, so duplicates are checked by score, not position."""
     docs, queries = vectors
@@ -87,12 +85,11 @@ def test_top_k_rows_equals_heapq_nlargest_per_row(distinct: int | None, k: int) 
         assert values[row].tolist() == scores[row, best].tolist()
 
 
-@needs_faiss
 def test_auto_uses_faiss_when_installed(vectors) -> None:
     assert DenseIndex(vectors[0]).backend == "faiss"
 
 
-@pytest.mark.parametrize("backend", ["numpy", pytest.param("faiss", marks=needs_faiss)])
+@pytest.mark.parametrize("backend", ["numpy", "faiss"])
 def test_add_continues_row_indices(vectors, backend: str) -> None:
     docs, queries = vectors
     index = DenseIndex(docs[:150], backend=backend)
@@ -118,7 +115,6 @@ def test_errors_name_the_problem(vectors) -> None:
 
 def test_faiss_backend_keeps_no_second_copy_of_the_vectors(vectors) -> None:
     """Issue 23: the rows live only inside FAISS's IndexFlatIP (the build was 0.27x of a raw IndexFlatIP)."""
-    pytest.importorskip("faiss")
     docs, queries = vectors
     index = DenseIndex(docs, backend="faiss")
     index.add(docs[:3])

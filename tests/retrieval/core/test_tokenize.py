@@ -63,7 +63,6 @@ def test_analyzer_light_normalisation_then_tokenize():
 
 
 def test_analyzer_english_stemmer():
-    pytest.importorskip("Stemmer")
     assert analyzer(stemmer="english")("Running cats") == ["run", "cat"]
 
 

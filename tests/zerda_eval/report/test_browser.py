@@ -11,15 +11,14 @@ from __future__ import annotations
 import html
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import CHROMIUM
 from zerda_eval.report import write_report
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium binary (Debian: apt-get install -y chromium; .ci/run installs it)"
 )

@@ -6,6 +6,8 @@ import textwrap
 
 import pytest
 
+from zerda_eval import cli
+
 EXPERIMENT = """
 [experiment]
 name = "tiny_rrf"
@@ -38,7 +40,6 @@ system = "hybrid"
 
 @pytest.mark.slow
 def test_run_then_report(tmp_path, monkeypatch, shared_dir):
-    cli = pytest.importorskip("zerda_eval.cli", reason="the runner/CLI (issue 11) is not in this tree yet")
     config = tmp_path / "tiny_rrf.toml"
     config.write_text(textwrap.dedent(EXPERIMENT.format(out=tmp_path.as_posix())), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
