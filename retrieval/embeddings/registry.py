@@ -39,8 +39,7 @@ def load_embedder(name: str, **params: Any) -> Embedder:
         close = difflib.get_close_matches(name, EMBEDDERS, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise EmbedderError(f"unknown embedder {name!r}{hint}; known: {', '.join(EMBEDDERS)}, or st:/path/to/model")
-    module, class_name = EMBEDDERS[name]
-    cls = getattr(importlib.import_module(module), class_name)
+    cls = _embedder_class(name)
     accepted = list(inspect.signature(cls).parameters)
     unknown = sorted(set(params) - set(accepted))
     if unknown:
@@ -48,3 +47,14 @@ def load_embedder(name: str, **params: Any) -> Embedder:
             f"embedder {name!r} has no parameter {', '.join(map(repr, unknown))}; accepted: {', '.join(accepted)}"
         )
     return cls(**params)
+
+
+def takes_parameter(name: str, parameter: str) -> bool:
+    """True when the embedder registered as ``name`` (or an ``st:`` folder) takes ``parameter``."""
+    name = "sentence-transformers" if name.startswith(ST_PREFIX) else name
+    return name in EMBEDDERS and parameter in inspect.signature(_embedder_class(name)).parameters
+
+
+def _embedder_class(name: str) -> type:
+    module, class_name = EMBEDDERS[name]
+    return getattr(importlib.import_module(module), class_name)

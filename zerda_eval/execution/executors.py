@@ -170,6 +170,7 @@ def encode_on_workers(client: Any, cells: Sequence[CellSpec], cache_dir: Path, p
     from retrieval.embeddings import load_embedder
     from zerda_eval.hashing import canonical_json, texts_sha256
     from zerda_eval.store.embeddings import chunk_is_stored, chunk_spans, corpus_is_stored, corpus_progress
+    from zerda_eval.systems import family_class
     from zerda_eval.systems.encoders import planned_encoding
 
     plans: dict[tuple[str, str, str], tuple[str, dict[str, Any], Sequence[str]]] = {}
@@ -177,7 +178,8 @@ def encode_on_workers(client: Any, cells: Sequence[CellSpec], cache_dir: Path, p
         if cell.kind != "system":
             continue
         spec = cell.config["system"]
-        plan = planned_encoding(spec["family"], spec["params"], load_cell_collection(cell.config["dataset"])[0])
+        params = family_class(spec["family"]).resolve_params(spec["params"], spec["family"])
+        plan = planned_encoding(params, load_cell_collection(cell.config["dataset"])[0])
         if plan is not None:
             plans.setdefault((plan[0], canonical_json(plan[1]), texts_sha256(plan[2])), plan)
     threads = _threads_per_worker(client)
@@ -208,12 +210,14 @@ _WORKER_EMBEDDERS: dict[str, Any] = {}  # one loaded model per worker process an
 def _encode_chunk(name: str, kwargs: dict[str, Any], texts: list[str], cache_dir: Path, threads: int | None) -> int:
     """A worker's task: store one chunk's vectors (``store_chunk``) with ``threads`` threads per pool."""
     from retrieval.embeddings import load_embedder
+    from retrieval.embeddings.registry import takes_parameter
     from zerda_eval.hashing import canonical_json
     from zerda_eval.store.embeddings import store_chunk
 
     key = canonical_json([name, kwargs])
-    if key not in _WORKER_EMBEDDERS:
-        _WORKER_EMBEDDERS[key] = load_embedder(name, **kwargs)
+    if key not in _WORKER_EMBEDDERS:  # an encoder's own thread count (not in its params) follows the worker's
+        threaded = {"num_threads": threads} if threads and takes_parameter(name, "num_threads") else {}
+        _WORKER_EMBEDDERS[key] = load_embedder(name, **kwargs, **threaded)
     with _thread_pools(threads):
         store_chunk(_WORKER_EMBEDDERS[key], texts, cache_dir)
     return len(texts)

@@ -155,20 +155,16 @@ def embedder_texts(texts: Sequence[str], analysis: Analysis) -> Sequence[str]:
     return [analysis.embedder_text(text) for text in texts] if analysis.changes_text else texts
 
 
-def planned_encoding(
-    family: str, params: dict[str, Any], collection: Any
-) -> tuple[str, dict[str, Any], Sequence[str]] | None:
-    """What a system of ``family`` with ``params`` will encode of ``collection``: (embedder, kwargs, texts).
+def planned_encoding(params: dict[str, Any], collection: Any) -> tuple[str, dict[str, Any], Sequence[str]] | None:
+    """What a system with resolved ``params`` will encode of ``collection``: (embedder, kwargs, texts).
 
     ``None`` for a family without an embedder and for a corpus-fitted one (LSA is encoded whole, in its
     cell). An executor encodes the chunks of the planned corpora ahead of the cells; what the cells then
     ask for is found in the store by its content (the same ``embedder_request``), so a plan that were
     wrong would cost time, never a wrong vector.
     """
-    from zerda_eval.systems import family_class
     from zerda_eval.systems.analysis import resolve_analysis
 
-    params = family_class(family).resolve_params(params, family)
     if "embedder" not in params:
         return None
     analysis = resolve_analysis(params, collection)
