@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from zerda_eval import __version__
-from zerda_eval.errors import ConfigError, RunError, ZerdaEvalError, ZerdaEvalWarning, unknown_value_message
+from zerda_eval.errors import (
+    ConfigError,
+    RunError,
+    UserCodeError,
+    ZerdaEvalError,
+    ZerdaEvalWarning,
+    unknown_value_message,
+)
 from zerda_eval.evaluation.efficiency import NOT_MEASURED
 from zerda_eval.evaluation.measures import DEFAULT_MEASURES
 from zerda_eval.report.formats import DEFAULT_FORMATS as DEFAULT_REPORT_FORMATS
@@ -106,6 +113,8 @@ def _main(args: argparse.Namespace) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the final flush must not fail again
         return EXIT_BROKEN_PIPE
     except ZerdaEvalError as exc:
+        if isinstance(exc, UserCodeError) and exc.user_traceback:  # the user's code failed: theirs to read
+            sys.stderr.write(exc.user_traceback)
         print(f"zerda-eval: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:

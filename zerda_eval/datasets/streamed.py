@@ -24,7 +24,7 @@ class StreamedTexts(Sequence[str]):
 
     def __init__(self, dataset_id: str, doc_ids: Sequence[str], title: bool = True):
         self.dataset_id = dataset_id
-        self._doc_ids = doc_ids
+        self._doc_ids = tuple(doc_ids)  # immutable: a copy of this object (a user system's) shares it safely
         self._title = title
 
     def __len__(self) -> int:

@@ -193,7 +193,7 @@ def _search(
     from zerda_eval.systems import build_system
 
     spec = cell.config["system"]
-    system = build_system(spec["family"], spec["params"], systems, spec.get("content"))
+    system = build_system(spec["family"], spec["params"], systems, spec.get("content"), cell.label)
     depth = cell.config["depth"]
     memory = RssWindow()
     start = time.perf_counter()
