@@ -373,7 +373,12 @@ def _tuned_cells(
                     "label": label,
                     "family": TUNED,
                     "params": {**kept, TUNED: tuning.describe(dataset["label"])},
-                    "tuning": {"measure": tuning.measure, "folds": tuning.folds, "train": split},
+                    "tuning": {
+                        "measure": tuning.measure,
+                        "folds": tuning.folds,
+                        "train": split,
+                        **({"overlap": tuning.overlap} if split else {}),
+                    },
                 }
                 inputs = [of_entry[(dataset["label"], entry["name"])][i].cell_id for i in indices]
                 train_inputs = [of_entry[(split, entry["name"])][i].cell_id for i in indices] if split else []
