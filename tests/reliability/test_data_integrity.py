@@ -88,3 +88,49 @@ def test_the_cli_says_it_in_one_line(cli, tmp_path, monkeypatch):
 
     monkeypatch.setattr(api.Experiment, "from_toml", staticmethod(load_then_edit))
     assert_one_line_error(cli("run", config, "--no-report"), "test.tsv", "changed", "rerun")
+
+
+# --- 5. the ir_datasets cache copy of a bundled dataset ---------------------------------------------
+
+
+def _cranfield_run(tmp_path, *extra: str):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.reliability.harness import CliResult
+
+    repo = Path(__file__).resolve().parents[2]
+    config = experiment_toml(tmp_path, datasets=[{"id": "cranfield", "max_queries": 20}])
+    env = {**__import__("os").environ, "IR_DATASETS_HOME": str(tmp_path / "irds"), "PYTHONPATH": str(repo)}
+    done = subprocess.run(
+        [sys.executable, "-m", "zerda_eval", "run", str(config), "--no-report", *extra],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return CliResult(done.returncode, done.stdout, done.stderr)
+
+
+@pytest.mark.parametrize("damaged", ["qrels.txt", "docs.pklz4/bin"])
+def test_a_damaged_ir_datasets_cache_copy_is_rebuilt_from_the_bundled_files_and_said(tmp_path, damaged):
+    from tests.reliability.harness import cell_files
+
+    first = _cranfield_run(tmp_path)
+    assert first.code == 0, first.err
+    reference = cell_files(tmp_path / "out")
+    path = tmp_path / "irds" / "cranfield" / damaged
+    data = bytearray(path.read_bytes())
+    if damaged == "qrels.txt":  # every judgement of query 1 becomes a judgement of query 2
+        data = bytearray(bytes(data).replace(b"\n1 ", b"\n2 "))
+    else:
+        data[len(data) // 2 : len(data) // 2 + 64] = b"\0" * 64
+    path.write_bytes(bytes(data))
+    again = _cranfield_run(tmp_path, "--force")
+    assert again.code == 0, again.err
+    warnings = [line for line in again.messages if "warning" in line]
+    assert len(warnings) == 1 and "cranfield" in warnings[0] and "rebuilt" in warnings[0], again.err
+    assert damaged.split("/")[0] in warnings[0]
+    assert cell_files(tmp_path / "out") == reference  # the same numbers, from the bundled data
