@@ -2,7 +2,8 @@
 
 Layout of ``output_dir``::
 
-    experiment.json                 resolved config, its hash, the cell ids of the grid
+    experiment.json                 resolved config, its hash, the cell ids of the grid; the directory
+                                    belongs to the experiment it names (another one is refused)
     cells/<cell_id>/run.trec        TREC run (``qid Q0 docid rank score tag``), tie-break order
     cells/<cell_id>/per_query.csv   query_id, measure, value
     cells/<cell_id>/result.json     written LAST: means, efficiency, stats, config, the SHA-256 of
@@ -28,7 +29,7 @@ from typing import Any
 import pandas as pd
 from filelock import FileLock
 
-from zerda_eval.errors import DataFormatError, RunError
+from zerda_eval.errors import ConfigError, DataFormatError, RunError
 from zerda_eval.evaluation.ranking import Ranking, Run
 from zerda_eval.hashing import bytes_sha256, content_hash, file_sha256
 from zerda_eval.store.files import atomic_write_bytes, atomic_write_text, build_lock
@@ -230,10 +231,31 @@ def per_query_table(output_dir: Path, cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_experiment_json(output_dir: Path, config_hash: str, config: dict[str, Any], cell_ids: list[str]) -> None:
-    """``experiment.json``: the resolved config, its hash and the cell ids of the whole grid."""
+    """``experiment.json``: the resolved config, its hash and the cell ids of the whole grid.
+
+    A run directory belongs to one experiment (by ``[experiment].name``): one holding another
+    experiment's ``experiment.json`` is a one-line ``ConfigError``, checked and written under a lock so
+    two experiments started together cannot both claim it.
+    """
+    name = config["experiment"]["name"]
     document = {"config_hash": config_hash, "config": config, "cells": cell_ids}
     text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False)
-    atomic_write_text(Path(output_dir) / EXPERIMENT_FILE, text)
+    with build_lock(Path(output_dir) / "locks" / EXPERIMENT_FILE):
+        owner = _owner(Path(output_dir))
+        if owner is not None and owner != name:
+            raise ConfigError(
+                f"output_dir {output_dir} holds the runs of experiment {owner!r}; experiment {name!r} cannot write "
+                "there (its results and report would mix two grids): give it another [experiment].output_dir"
+            )
+        atomic_write_text(Path(output_dir) / EXPERIMENT_FILE, text)
+
+
+def _owner(run_dir: Path) -> str | None:
+    """The experiment name ``run_dir``'s ``experiment.json`` records; None when there is none to read."""
+    try:
+        return str(json.loads((run_dir / EXPERIMENT_FILE).read_text(encoding="utf-8"))["config"]["experiment"]["name"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def read_experiment_json(run_dir: Path) -> dict[str, Any]:
