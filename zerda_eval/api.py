@@ -60,7 +60,11 @@ class Experiment:
         a callable ``f(query_text, k)``). One not named by a ``[[systems]]`` entry's ``object`` is added
         as ``{name, family = "python", params = {object = name, version = obj.version}}``.
         """
+        if systems is not None and not isinstance(systems, Mapping):
+            raise ConfigError(f"{source}: systems= takes a mapping {{name: your system}}, got {type(systems).__name__}")
         systems = dict(systems or {})
+        if not isinstance(mapping, Mapping):
+            resolve_experiment(mapping, source)  # the one-line ConfigError for a non-mapping
         raw = copy.deepcopy(dict(mapping))
         entries = raw.setdefault("systems", [])
         if not isinstance(entries, list):

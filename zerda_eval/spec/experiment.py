@@ -29,6 +29,7 @@ from zerda_eval.evaluation.measures import DEFAULT_MEASURES, MEASURE_FAMILIES, i
 from zerda_eval.evaluation.ranking import TIE_BREAK
 from zerda_eval.hashing import canonical_json, content_hash
 from zerda_eval.spec.checks import (
+    check_finite,
     check_keys,
     check_name,
     check_positive_int,
@@ -142,7 +143,13 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
 
 def resolve_experiment(raw: Mapping[str, Any], source: str) -> ExperimentSpec:
     """Validate a parsed experiment table (``source`` names it in errors) and expand its grid."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError(
+            f"{source}: give a mapping shaped like the experiment file (an 'experiment' table, 'datasets' and "
+            f"'systems' lists), got {type(raw).__name__}"
+        )
     check_keys(raw, TOP_LEVEL_KEYS, source, "top-level table")
+    check_finite(raw, source)
     exp = get_table(raw, "experiment", source, required=True)
     check_keys(exp, EXPERIMENT_KEYS, source, "key in [experiment]")
     name = check_name(exp.get("name"), f"{source}: [experiment].name")
