@@ -1,7 +1,8 @@
 """``zerda-eval``: run an experiment, write a report, list datasets and systems (a thin layer over ``api``).
 
 Exit codes: 0 ok, 1 error (a ``ZerdaEvalError``: one line on stderr, no traceback), 2 usage,
-130 interrupted (Ctrl-C: finished cells are kept; rerun the same command to resume), 141 when the
+130 interrupted (Ctrl-C at any moment, start-up included: "interrupted: N cells kept; rerun to
+resume", N the experiment's finished cells), 141 when the
 reader of stdout went away (``| head``: stop quietly, as Unix tools do). A ``ZerdaEvalWarning`` (a
 damaged cell recomputed, a corrupt cache entry rebuilt) is one ``zerda-eval: warning:`` line. An
 unexpected exception is a bug: its traceback is printed with a request to report it.
@@ -13,6 +14,7 @@ import argparse
 import contextlib
 import logging
 import os
+import signal
 import sys
 import traceback
 import warnings
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from zerda_eval import __version__
+from zerda_eval import __version__, startup_interrupted
 from zerda_eval.errors import (
     ConfigError,
     RunError,
@@ -105,8 +107,18 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
         sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a run, with the number of the experiment's finished cells (kept for the rerun)."""
+
+    def __init__(self, kept: int):
+        super().__init__(kept)
+        self.kept = kept
+
+
 def _main(args: argparse.Namespace) -> int:
     try:
+        if startup_interrupted():
+            raise KeyboardInterrupt
         return COMMANDS[args.command](args)
     except BrokenPipeError:  # `zerda-eval run X | head`: the reader is gone; finish quietly
         with contextlib.suppress(OSError, ValueError):  # stdout without a file descriptor: nothing to flush
@@ -117,11 +129,12 @@ def _main(args: argparse.Namespace) -> int:
             sys.stderr.write(exc.user_traceback)
         print(f"zerda-eval: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        print(
-            "\nzerda-eval: interrupted; finished cells are saved, rerun the same command to resume",
-            file=sys.stderr,
-        )
+    except KeyboardInterrupt as exc:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this line short
+        if isinstance(exc, Interrupted):
+            print(f"\nzerda-eval: interrupted: {exc.kept} cells kept; rerun to resume", file=sys.stderr)
+        else:
+            print("\nzerda-eval: interrupted before any cell ran; rerun to resume", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception:
         traceback.print_exc()
@@ -140,13 +153,17 @@ def _run(args: argparse.Namespace) -> int:
     experiment = Experiment.from_toml(args.config)
     if args.only:
         experiment = experiment.only(args.only)
-    results = experiment.run(scheduler=scheduler, force=args.force, progress=sys.stderr.isatty())
-    print(_summary(results.table))
-    print(f"\nruns: {experiment.output_dir}")
-    if not args.no_report and not args.only:
-        report_dir = Path("reports") / experiment.name
-        rebuild = f"zerda-eval report {experiment.output_dir}"
-        print(f"report: {_write_report(results, report_dir, rebuild)}")
+    try:
+        results = experiment.run(scheduler=scheduler, force=args.force, progress=sys.stderr.isatty())
+        print(_summary(results.table))
+        print(f"\nruns: {experiment.output_dir}")
+        if not args.no_report and not args.only:
+            report_dir = Path("reports") / experiment.name
+            rebuild = f"zerda-eval report {experiment.output_dir}"
+            print(f"report: {_write_report(results, report_dir, rebuild)}")
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # counting what is kept must not be cut short
+        raise Interrupted(experiment.finished_cells()) from None
     return EXIT_OK
 
 

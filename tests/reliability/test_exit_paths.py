@@ -84,3 +84,83 @@ def test_from_dict_with_nan_names_the_key(tmp_path):
     with pytest.raises(ConfigError, match=r"systems\[0\]\.grid\.b\[1\].*inf.*finite"):
         Experiment.from_dict(mapping)
     assert_no_partial_output(tmp_path / "out")
+
+
+# --- Ctrl-C at any moment, and a crash: driven by the fault hook ZERDA_EVAL_FAULT ---------------------
+
+GRID = [{"name": "bm25", "family": "zerda.keyword", "grid": {"b": [0.2, 0.4, 0.6, 0.8]}}]
+
+
+def files_by_label(output_dir) -> dict[str, bytes]:
+    """Each cell's run and per-query files keyed by its system label (cell ids cover the data's path)."""
+    import json
+
+    files = {}
+    for cell in (output_dir / "cells").iterdir():
+        label = json.loads((cell / "result.json").read_text(encoding="utf-8"))["system"]
+        files.update({f"{label}/{name}": (cell / name).read_bytes() for name in ("run.trec", "per_query.csv")})
+    return files
+
+
+def zerda_eval_process(tmp_path, *args: str, fault: str | None = None, **env_extra: str):
+    """``python -m zerda_eval ARGS`` in ``tmp_path`` (private ir_datasets cache), with a fault hook."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.reliability.harness import CliResult
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "IR_DATASETS_HOME": str(tmp_path / "irds"), "PYTHONPATH": str(repo), **env_extra}
+    env.pop("ZERDA_EVAL_FAULT", None)
+    if fault:
+        env["ZERDA_EVAL_FAULT"] = fault
+    done = subprocess.run(
+        [sys.executable, "-m", "zerda_eval", *args], cwd=tmp_path, env=env, capture_output=True, timeout=600
+    )
+    return CliResult(done.returncode, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace"))
+
+
+def test_ctrl_c_during_start_up_is_exit_130_in_one_line(tmp_path):
+    config = experiment_toml(tmp_path, systems=GRID)
+    result = zerda_eval_process(tmp_path, "run", str(config), fault="interrupt-at-startup")
+    assert result.code == 130, result.err
+    assert "Traceback" not in result.err and len(result.messages) == 1, result.err
+    assert "interrupted" in result.messages[0] and "rerun to resume" in result.messages[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_ctrl_c_after_two_cells_keeps_them_and_the_rerun_resumes(tmp_path):
+    from tests.reliability.harness import results_without_timing
+
+    (tmp_path / "ref").mkdir()
+    reference = zerda_eval_process(tmp_path / "ref", "run", str(experiment_toml(tmp_path / "ref", systems=GRID)))
+    assert reference.code == 0, reference.err
+    config = experiment_toml(tmp_path, systems=GRID)
+    result = zerda_eval_process(tmp_path, "run", str(config), fault="interrupt-after-cell:2")
+    assert result.code == 130, result.err
+    assert "Traceback" not in result.err and len(result.messages) == 1, result.err
+    assert result.messages[0] == "zerda-eval: interrupted: 2 cells kept; rerun to resume"
+    assert_no_partial_output(tmp_path / "out")
+    kept = {p: p.stat().st_mtime_ns for p in (tmp_path / "out" / "cells").glob("*/result.json")}
+    assert len(kept) == 2
+    resumed = zerda_eval_process(tmp_path, "run", str(config))
+    assert resumed.code == 0, resumed.err
+    assert all(path.stat().st_mtime_ns == mtime for path, mtime in kept.items()), "kept cells were redone"
+    assert files_by_label(tmp_path / "out") == files_by_label(tmp_path / "ref" / "out")
+    assert len(results_without_timing(tmp_path / "out")) == len(GRID[0]["grid"]["b"])
+
+
+def test_a_crash_after_a_cell_resumes_to_the_same_numbers(tmp_path):
+    (tmp_path / "ref").mkdir()
+    reference = zerda_eval_process(tmp_path / "ref", "run", str(experiment_toml(tmp_path / "ref", systems=GRID)))
+    assert reference.code == 0, reference.err
+    config = experiment_toml(tmp_path, systems=GRID)
+    crashed = zerda_eval_process(tmp_path, "run", str(config), fault="kill-after-cell:1")
+    assert crashed.code == -9, crashed.err  # SIGKILL: no handler ran
+    assert len(list((tmp_path / "out" / "cells").glob("*/result.json"))) == 1
+    resumed = zerda_eval_process(tmp_path, "run", str(config))
+    assert resumed.code == 0, resumed.err
+    assert_no_partial_output(tmp_path / "out")
+    assert files_by_label(tmp_path / "out") == files_by_label(tmp_path / "ref" / "out")

@@ -193,7 +193,7 @@ def _evaluated_queries(dataset: Mapping[str, Any]) -> dict[str, str]:
 def load_cell_collection(dataset: Mapping[str, Any]) -> tuple[Any, list[str]]:
     """The collection of a cell's resolved dataset config and the query ids it evaluates (``max_queries``),
     read only while its files hold the content the cell id covers (``datasets.loader.load_recorded``)."""
-    from zerda_eval.datasets.loader import load_recorded
+    from zerda_eval.datasets import load_recorded
 
     collection = load_recorded(dataset["id"], dataset["content"], dataset["given"])
     qids = list(collection.queries)

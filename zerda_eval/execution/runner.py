@@ -16,6 +16,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from zerda_eval.evaluation.efficiency import EFFICIENCY_COLUMNS, figure
+from zerda_eval.execution import faults
 from zerda_eval.execution.cell import CellResult, check_collections, run_cell
 from zerda_eval.execution.executors import Executor, run_serially
 from zerda_eval.hashing import canonical_json
@@ -64,6 +65,7 @@ def run_experiment(
         finished[outcome.cell_id] = outcome.result
         if on_cell is not None:
             on_cell(outcome)
+        faults.after_cell(len(finished))
     bar.close()
     remove_temp_files(output_dir)  # what a worker killed mid-cell left behind
     table = results_table(finished_results(output_dir, every_id, finished))
