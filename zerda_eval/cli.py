@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (``python -m zerda_eval`` and the console script use it)."""
+    for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show a label (Arabic) gets it escaped
+        with contextlib.suppress(AttributeError, ValueError):  # not a text stream we may reconfigure
+            stream.reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)  # argparse exits with 2 on usage errors
     if not args.verbose:  # libraries' log lines (ir_datasets' download retries) would bury our one line
         logging.disable(logging.WARNING)

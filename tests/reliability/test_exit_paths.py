@@ -164,3 +164,27 @@ def test_a_crash_after_a_cell_resumes_to_the_same_numbers(tmp_path):
     assert resumed.code == 0, resumed.err
     assert_no_partial_output(tmp_path / "out")
     assert files_by_label(tmp_path / "out") == files_by_label(tmp_path / "ref" / "out")
+
+
+# --- a stdout that cannot encode a label ---------------------------------------------------------------
+
+ARABIC_NAME = "مجموعة-صغيرة"
+
+
+def test_an_ascii_stdout_prints_an_arabic_dataset_name_escaped_and_finishes(tmp_path):
+    folder = write_beir(tmp_path / "collection")
+    config = experiment_toml(tmp_path, datasets=[{"path": str(folder), "name": ARABIC_NAME}])
+    result = zerda_eval_process(tmp_path, "run", str(config), PYTHONIOENCODING="ascii")
+    assert result.code == 0, result.err
+    assert "Traceback" not in result.err
+    assert ARABIC_NAME.encode("ascii", "backslashreplace").decode() in result.out  # shown, escaped
+    assert (tmp_path / "reports" / "reliability" / "report.md").is_file()
+    assert ARABIC_NAME in (tmp_path / "reports" / "reliability" / "report.md").read_text(encoding="utf-8")
+
+
+def test_an_ascii_stderr_shows_an_error_naming_an_arabic_label_in_one_line(tmp_path):
+    folder = write_beir(tmp_path / "collection")
+    config = experiment_toml(tmp_path, datasets=[{"path": str(folder), "name": ARABIC_NAME}])
+    result = zerda_eval_process(tmp_path, "run", str(config), "--only", "نظام", PYTHONIOENCODING="ascii")
+    line = assert_one_line_error(result, "--only")
+    assert "\\u0646" in line  # the label, escaped
