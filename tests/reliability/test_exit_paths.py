@@ -188,3 +188,35 @@ def test_an_ascii_stderr_shows_an_error_naming_an_arabic_label_in_one_line(tmp_p
     result = zerda_eval_process(tmp_path, "run", str(config), "--only", "نظام", PYTHONIOENCODING="ascii")
     line = assert_one_line_error(result, "--only")
     assert "\\u0646" in line  # the label, escaped
+
+
+# --- a grid too large to expand --------------------------------------------------------------------------
+
+
+def test_a_million_cell_grid_is_refused_within_a_second_naming_the_count_and_the_axes(cli, tmp_path):
+    import time
+
+    from zerda_eval.spec.experiment import DEFAULT_MAX_CELLS
+
+    k1 = [round(0.01 * i, 2) for i in range(1, 1001)]
+    b = [round(0.001 * i, 3) for i in range(1000)]
+    config = experiment_toml(
+        tmp_path, systems=[{"name": "bm25", "family": "zerda.keyword", "grid": {"k1": k1, "b": b}}]
+    )
+    start = time.perf_counter()
+    result = cli("run", config)
+    elapsed = time.perf_counter() - start
+    line = assert_one_line_error(result, "experiment.toml", "1000000 cells", "k1", "1000", "b", "max_cells")
+    assert str(DEFAULT_MAX_CELLS) in line
+    assert elapsed < 1.0, elapsed
+    assert not (tmp_path / "out").exists()
+
+
+def test_max_cells_raises_the_limit_for_a_grid_that_needs_it(tmp_path):
+    b = [round(0.1 * i, 1) for i in range(11)]
+    systems = [{"name": "bm25", "family": "zerda.keyword", "grid": {"b": b}}]
+    with pytest.raises(ConfigError, match="11 cells"):
+        Experiment.from_toml(experiment_toml(tmp_path, systems=systems, experiment={"max_cells": 10}))
+    assert (
+        len(Experiment.from_toml(experiment_toml(tmp_path, systems=systems, experiment={"max_cells": 11})).cells) == 11
+    )

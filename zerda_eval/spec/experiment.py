@@ -42,11 +42,14 @@ from zerda_eval.spec.checks import (
 from zerda_eval.spec.tuning import TUNED, Tuning, parse_tune, parse_tuning, tuned_groups
 
 TOP_LEVEL_KEYS = ("experiment", "datasets", "systems", "fusions", "tuning", "compare", "study")
-EXPERIMENT_KEYS = ("name", "description", "output_dir", "seed", "depth", "measures", "cache_dir")
+EXPERIMENT_KEYS = ("name", "description", "output_dir", "seed", "depth", "measures", "cache_dir", "max_cells")
 DATASET_KEYS = ("id", "name", "max_queries", "measures")  # every other key is a protocol option of load_collection
 SYSTEM_KEYS = ("name", "family", "params", "grid", "tune")
 FUSION_KEYS = ("name", "inputs", "method", "params", "grid", "tune")
 DEFAULT_DEPTH = 100
+# The largest grid expanded without [experiment].max_cells: counted from the axes' lengths before any
+# expansion, so a typo'd million-cell grid is one line in milliseconds, not minutes and gigabytes.
+DEFAULT_MAX_CELLS = 10_000
 TUNING_MODULE = "zerda_eval.execution.tuning"  # what a tuned cell executes (its code fingerprint's root)
 CONVENTIONS = {
     "tie_break": TIE_BREAK,
@@ -157,6 +160,8 @@ def resolve_experiment(raw: Mapping[str, Any], source: str) -> ExperimentSpec:
     seed = exp.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ConfigError(f"{source}: [experiment].seed must be an integer, got {seed!r}")
+    max_cells = check_positive_int(exp.get("max_cells", DEFAULT_MAX_CELLS), f"{source}: [experiment].max_cells")
+    _check_grid_size(raw, max_cells, source)
     measures = _measures(exp.get("measures", list(DEFAULT_MEASURES)), depth, source)
     output_dir = Path(check_string(exp.get("output_dir", f"runs/{name}"), f"{source}: [experiment].output_dir"))
     cache_dir = Path(check_string(exp.get("cache_dir", "cache"), f"{source}: [experiment].cache_dir"))
@@ -208,6 +213,33 @@ def resolve_experiment(raw: Mapping[str, Any], source: str) -> ExperimentSpec:
 
 
 # --- sections -------------------------------------------------------------------------------------
+
+
+def _check_grid_size(raw: Mapping[str, Any], max_cells: int, source: str) -> None:
+    """Refuse a grid of more than ``max_cells`` cells, counted from the lengths of its axes (never expanded):
+    datasets x the sum over [[systems]] and [[fusions]] of the product of each entry's axis lengths."""
+    datasets = raw.get("datasets")
+    n_datasets = len(datasets) if isinstance(datasets, list) else 1
+    sizes = []
+    for section in ("systems", "fusions"):
+        entries = raw.get(section)
+        for i, entry in enumerate(entries if isinstance(entries, list) else []):
+            grid = entry.get("grid", {}) if isinstance(entry, Mapping) else {}
+            if isinstance(grid, Mapping):
+                axes = {str(axis): len(values) if isinstance(values, list) else 1 for axis, values in grid.items()}
+                count = math.prod(axes.values())
+                shape = " x ".join(f"{axis} {length}" for axis, length in axes.items())
+            else:
+                count = len(grid) if isinstance(grid, list) else 1
+                shape = f"a list of {count} tables"
+            sizes.append((count, f"{section}[{i}]" + (f" ({shape})" if shape else "")))
+    total = n_datasets * sum(count for count, _ in sizes)
+    if total > max_cells:
+        largest = ", ".join(f"{where} {count}" for count, where in sorted(sizes, reverse=True)[:3])
+        raise ConfigError(
+            f"{source}: the grid has {total} cells ({n_datasets} dataset(s) x entries: {largest}), above "
+            f"[experiment].max_cells = {max_cells}; shrink the grid, or raise max_cells if you mean it"
+        )
 
 
 def _dataset(entry: Any, where: str) -> dict[str, Any]:
