@@ -2,8 +2,9 @@
 
 Exit codes: 0 ok, 1 error (a ``ZerdaEvalError``: one line on stderr, no traceback), 2 usage,
 130 interrupted (Ctrl-C at any moment, start-up included: "interrupted: N cells kept; rerun to
-resume", N the experiment's finished cells), 141 when the
-reader of stdout went away (``| head``: stop quietly, as Unix tools do). A ``ZerdaEvalWarning`` (a
+resume", N the experiment's finished cells), 141 when the reader of stdout went away (``| head``):
+the rest of the output is dropped quietly, as Unix tools do, but the work goes on to the end (the
+runs and the report are written). A ``ZerdaEvalWarning`` (a
 damaged cell recomputed, a corrupt cache entry rebuilt) is one ``zerda-eval: warning:`` line. An
 unexpected exception is a bug: its traceback is printed with a request to report it.
 """
@@ -20,7 +21,7 @@ import traceback
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -118,14 +119,53 @@ class Interrupted(KeyboardInterrupt):
         self.kept = kept
 
 
+class _KeptStdout:
+    """``sys.stdout`` while a command runs: when its reader goes away (``| head``), the rest of the output
+    is dropped, never the work (the runs and the report are still written); the command then ends with 141."""
+
+    def __init__(self, stream: Any):
+        self.stream = stream
+        self.lost = False
+
+    def write(self, text: str) -> int:
+        if not self.lost:
+            try:
+                return self.stream.write(text)
+            except BrokenPipeError:
+                self._lose()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.lost:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._lose()
+
+    def _lose(self) -> None:
+        self.lost = True
+        _silence_stdout(self.stream)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def _silence_stdout(stream: Any) -> None:
+    """Point ``stream``'s file descriptor at /dev/null, so the interpreter's final flush cannot fail again."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no file descriptor: nothing to flush
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+
+
 def _main(args: argparse.Namespace) -> int:
+    stdout = sys.stdout = _KeptStdout(sys.stdout)
     try:
         if startup_interrupted():
             raise KeyboardInterrupt
-        return COMMANDS[args.command](args)
-    except BrokenPipeError:  # `zerda-eval run X | head`: the reader is gone; finish quietly
-        with contextlib.suppress(OSError, ValueError):  # stdout without a file descriptor: nothing to flush
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the final flush must not fail again
+        code = COMMANDS[args.command](args)
+        stdout.flush()
+        return EXIT_BROKEN_PIPE if stdout.lost and code == EXIT_OK else code
+    except BrokenPipeError:  # a write that did not go through sys.stdout: the reader is gone; end quietly
+        _silence_stdout(stdout.stream)
         return EXIT_BROKEN_PIPE
     except ZerdaEvalError as exc:
         if isinstance(exc, UserCodeError) and exc.user_traceback:  # the user's code failed: theirs to read
@@ -143,6 +183,8 @@ def _main(args: argparse.Namespace) -> int:
         traceback.print_exc()
         print("zerda-eval: internal error (a bug); please report it with the traceback above", file=sys.stderr)
         return EXIT_ERROR
+    finally:
+        sys.stdout = stdout.stream
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -220,3 +220,39 @@ def test_max_cells_raises_the_limit_for_a_grid_that_needs_it(tmp_path):
     assert (
         len(Experiment.from_toml(experiment_toml(tmp_path, systems=systems, experiment={"max_cells": 11})).cells) == 11
     )
+
+
+# --- a stdout whose reader went away -----------------------------------------------------------------------
+
+
+def test_a_closed_stdout_loses_the_output_not_the_work_nor_the_report(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.reliability.harness import CliResult
+
+    repo = Path(__file__).resolve().parents[2]
+    config = experiment_toml(tmp_path, systems=GRID)
+    env = {**os.environ, "IR_DATASETS_HOME": str(tmp_path / "irds"), "PYTHONPATH": str(repo)}
+    env.pop("ZERDA_EVAL_FAULT", None)
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before anything is printed, as after `| head -0`
+    done = subprocess.run(
+        [sys.executable, "-m", "zerda_eval", "run", str(config)],
+        cwd=tmp_path,
+        env=env,
+        stdout=write,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=600,
+    )
+    os.close(write)
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
+    assert not CliResult(done.returncode, "", done.stderr).messages, done.stderr
+    assert done.returncode == 141  # the output was lost (as Unix tools say it), nothing else
+    assert len(list((tmp_path / "out" / "cells").glob("*/result.json"))) == len(GRID[0]["grid"]["b"])
+    assert (tmp_path / "out" / "results.csv").is_file()
+    assert (tmp_path / "reports" / "reliability" / "report.md").is_file()  # the work went on to the end
+    assert_no_partial_output(tmp_path / "out")
