@@ -281,7 +281,8 @@ def write_tables(output_dir: Path, table: pd.DataFrame) -> None:
 
 
 def read_tables(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(results, per-query) tables of a run directory; a missing or damaged file is a one-line error."""
+    """(results, per-query) tables of a run directory; a missing or damaged file, or tables holding cells
+    of another grid than ``experiment.json``'s, is a one-line error."""
     run_dir = Path(run_dir)
     frames = []
     for name in ("results.parquet", "per_query.parquet"):
@@ -294,7 +295,15 @@ def read_tables(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     results, per_query = frames
     if results.empty or per_query.empty:
         raise DataFormatError(f"{run_dir}: no finished cells; run `zerda-eval run CONFIG` first")
-    return results.astype({"cell_id": str}), per_query.astype({"query_id": str, "cell_id": str})
+    results, per_query = results.astype({"cell_id": str}), per_query.astype({"query_id": str, "cell_id": str})
+    grid = read_experiment_json(run_dir).get("cells")  # every run writes it; a hand-made directory may not
+    foreign = sorted(set(results["cell_id"]) - set(grid)) if isinstance(grid, list) else []
+    if foreign:  # a rerun of an edited grid stopped before rewriting the tables: never mix the two
+        raise DataFormatError(
+            f"{run_dir / 'results.parquet'}: {len(foreign)} results row(s) (cell {foreign[0]}, ...) are not cells of "
+            f"the grid {EXPERIMENT_FILE} describes (written by an earlier version of the experiment); {REPAIR}"
+        )
+    return results, per_query
 
 
 def check_run_dir(run_dir: Path) -> None:
