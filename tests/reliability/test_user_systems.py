@@ -175,6 +175,10 @@ class Broken:
             return [("d1", 1.0, "extra")]
         if self.mode == "returns a number":
             return 3.5
+        if self.mode == "nan score":
+            return [("d1", float("nan"))]
+        if self.mode == "generator raises":
+            return hits_of(query_text)
         return [("d1", 1.0)]
 
 
@@ -184,6 +188,11 @@ def build_vocabulary(collection):
 
 def lookup_in_my_index(text):
     raise KeyError(text)
+
+
+def hits_of(text):
+    yield ("d1", 1.0)
+    raise RuntimeError("index closed")
 """
 
 BROKEN_CASES = {
@@ -193,6 +202,8 @@ BROKEN_CASES = {
     "returns None": (["'mine'", "query 'q1'", "None", "(doc_id, score)"], None),
     "wrong shape": (["'mine'", "query 'q1'", "('d1', 1.0, 'extra')", "(doc_id, score)"], None),
     "returns a number": (["'mine'", "query 'q1'", "3.5", "(doc_id, score)"], None),
+    "nan score": (["'mine'", "query 'q1'", "nan", "'d1'"], None),
+    "generator raises": (["'mine'", "query 'q1'", "RuntimeError", "index closed"], "hits_of"),
 }
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import math
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -142,7 +143,7 @@ class PythonSystem(System):
         if isinstance(hits, (str, bytes, Mapping)) or not isinstance(hits, Iterable):
             raise UserCodeError(f"{where} returned {hits!r}; return a list of (doc_id, score) pairs, best first")
         ranking = []
-        for hit in hits:
+        for hit in _call_user(list, (hits,), where):  # a generator runs the user's code while it is listed
             try:
                 doc_id, score = hit
                 ranking.append((str(doc_id), float(score)))
@@ -150,6 +151,8 @@ class PythonSystem(System):
                 raise UserCodeError(
                     f"{where} returned {hit!r} among its hits; return a list of (doc_id, score) pairs"
                 ) from None
+            if math.isnan(ranking[-1][1]):
+                raise UserCodeError(f"{where} returned score nan for doc {doc_id!r}; scores must be numbers")
             if ranking[-1][0] not in self._doc_ids:
                 raise RunError(f"{where} returned doc id {doc_id!r}, which is not in dataset {self.collection.id!r}")
         return ranking
