@@ -72,10 +72,13 @@ class Documents:
 
 def documents_of(collection: Any) -> Documents:
     """A private, read-only view of ``collection``'s documents for one user system."""
-    texts = collection.texts
-    private_texts = copy.copy(texts) if isinstance(texts, StreamedTexts) else tuple(texts)
+    doc_ids, texts = tuple(collection.doc_ids), collection.texts
+    if isinstance(texts, StreamedTexts):  # read on demand, listed by the view's own (immutable) ids
+        private_texts: Sequence[str] = StreamedTexts(texts.dataset_id, doc_ids, texts.title)
+    else:
+        private_texts = tuple(texts)
     options = MappingProxyType(copy.deepcopy(dict(collection.options)))
-    return Documents(collection.id, collection.language, tuple(collection.doc_ids), private_texts, options)
+    return Documents(collection.id, collection.language, doc_ids, private_texts, options)
 
 
 class PythonSystem(System):
