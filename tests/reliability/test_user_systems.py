@@ -230,3 +230,24 @@ def test_a_failing_user_system_is_named_with_its_query_and_its_own_traceback(mod
         assert "Traceback" in result.err and user_frame in result.err, result.err
         assert "zerda_eval/" not in result.err.split("Traceback", 1)[1], result.err
     assert_no_partial_output(tmp_path / "out")
+
+
+def test_a_streamed_corpus_view_is_private_too(monkeypatch):
+    """A corpus too large to hold (texts read on demand) is handed over with the view's own id tuple."""
+    from zerda_eval.datasets import load_collection, loader, streamed
+    from zerda_eval.systems.user import documents_of
+
+    monkeypatch.setattr(streamed, "STREAM_ABOVE_DOCS", 1_000)
+    loader._cached.cache_clear()
+    try:
+        collection = load_collection("vaswani")
+        assert isinstance(collection.texts, streamed.StreamedTexts)
+        view = documents_of(collection)
+        before = list(collection.doc_ids)
+        with pytest.raises(AttributeError):
+            view.texts._doc_ids.reverse()  # a tuple: nothing to write into
+        view.texts._doc_ids = ("x",) * len(before)  # replacing it changes the view's object only
+        assert collection.texts._doc_ids is collection.doc_ids and list(collection.doc_ids) == before
+        assert not hasattr(view, "qrels") and not hasattr(view, "queries")
+    finally:
+        loader._cached.cache_clear()
