@@ -114,6 +114,7 @@ def _cranfield_run(tmp_path, *extra: str):
     return CliResult(done.returncode, done.stdout, done.stderr)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damaged", ["qrels.txt", "docs.pklz4/bin"])
 def test_a_damaged_ir_datasets_cache_copy_is_rebuilt_from_the_bundled_files_and_said(tmp_path, damaged):
     from tests.reliability.harness import cell_files

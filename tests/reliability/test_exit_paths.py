@@ -131,6 +131,7 @@ def test_ctrl_c_during_start_up_is_exit_130_in_one_line(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_ctrl_c_after_two_cells_keeps_them_and_the_rerun_resumes(tmp_path):
     from tests.reliability.harness import results_without_timing
 
@@ -152,6 +153,7 @@ def test_ctrl_c_after_two_cells_keeps_them_and_the_rerun_resumes(tmp_path):
     assert len(results_without_timing(tmp_path / "out")) == len(GRID[0]["grid"]["b"])
 
 
+@pytest.mark.slow
 def test_a_crash_after_a_cell_resumes_to_the_same_numbers(tmp_path):
     (tmp_path / "ref").mkdir()
     reference = zerda_eval_process(tmp_path / "ref", "run", str(experiment_toml(tmp_path / "ref", systems=GRID)))
@@ -225,6 +227,7 @@ def test_max_cells_raises_the_limit_for_a_grid_that_needs_it(tmp_path):
 # --- a stdout whose reader went away -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_closed_stdout_loses_the_output_not_the_work_nor_the_report(tmp_path):
     import os
     import subprocess
