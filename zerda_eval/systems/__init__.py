@@ -74,7 +74,8 @@ def build_system(
         system.objects = objects
     if content:
         system.content = content
-    system.label = label or family
+    if label:
+        system.label = label
     return system
 
 

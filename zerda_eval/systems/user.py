@@ -108,19 +108,24 @@ class PythonSystem(System):
         elif params["options"]:
             raise ConfigError(f"{where}.options: only a factory ('package.module:factory') takes options")
 
+    @property
+    def name(self) -> str:
+        """What messages call this system: the grid cell's label, else its object."""
+        return self.label or self.params["object"]
+
     def _index(self, collection: Any, cache_dir: Path | None) -> None:
         self._object = self._resolve()
         self._doc_ids = frozenset(collection.doc_ids)
         index = getattr(self._object, "index", None)
         if callable(index):
-            _call_user(index, (documents_of(collection),), f"system {self.label!r}: index(collection)")
+            _call_user(index, (documents_of(collection),), f"system {self.name!r}: index(collection)")
         self.stats["python"] = {"object": self.params["object"], "version": self.params["version"]}
 
     def _resolve(self) -> Any:
         name = self.params["object"]
         if is_factory_path(name):
             factory = import_factory(name, f"system object {name!r}")
-            return _call_user(factory, (), f"system {self.label!r}: {name}(...)", self.params["options"])
+            return _call_user(factory, (), f"system {self.name!r}: {name}(...)", self.params["options"])
         objects: Mapping[str, Any] = getattr(self, "objects", None) or {}
         if name not in objects:
             raise RunError(
@@ -139,9 +144,9 @@ class PythonSystem(System):
 
     def _search(self, text: str, k: int) -> Ranking:
         search = getattr(self._object, "search", self._object)
-        where = f"system {self.label!r}: search on query {self._qid!r}"
+        where = f"system {self.name!r}: search on query {self._qid!r}"
         if not callable(search):
-            raise RunError(f"system {self.label!r}: its object has no search(query_text, k) and is not callable")
+            raise RunError(f"system {self.name!r}: its object has no search(query_text, k) and is not callable")
         hits = _call_user(search, (text, k), where)
         if isinstance(hits, (str, bytes, Mapping)) or not isinstance(hits, Iterable):
             raise UserCodeError(f"{where} returned {hits!r}; return a list of (doc_id, score) pairs, best first")
