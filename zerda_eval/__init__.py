@@ -14,15 +14,52 @@ Importing the package registers the bundled collections with ``ir_datasets`` (so
 ``ir_datasets.load("quranqa23/taskA/dev")`` works after ``import zerda_eval``). When ir_datasets'
 cache folder cannot be used, that waits: the first use of ``zerda_eval.datasets`` raises its one-line
 ``DatasetError`` (the CLI shows it), instead of ``import zerda_eval`` failing.
+
+When this process is the ``zerda-eval`` command, a Ctrl-C during start-up (these imports take a
+second or more) is held until ``cli.main`` asks ``startup_interrupted()``, which turns it into the
+CLI's one-line "interrupted" exit instead of a traceback from inside an import.
 """
 
 __version__ = "0.1.0"
 
 import importlib
+import itertools
+import os
+import signal
+import sys
+import threading
 from contextlib import suppress
 from typing import Any
 
-from zerda_eval.errors import DatasetError, ZerdaEvalError
+_startup_interrupts: list[int] = []
+
+
+def _hold_interrupt(signum: int, frame: Any) -> None:
+    _startup_interrupts.append(signum)
+
+
+def _started_as_cli() -> bool:
+    """True when this process is the ``zerda-eval`` console script or ``python -m zerda_eval``."""
+    argv = getattr(sys, "orig_argv", sys.argv)
+    return os.path.basename(sys.argv[0]).startswith("zerda-eval") or any(
+        flag == "-m" and module == "zerda_eval" for flag, module in itertools.pairwise(argv)
+    )
+
+
+def startup_interrupted() -> bool:
+    """Give Ctrl-C back to Python (``KeyboardInterrupt``) and say whether one came during start-up."""
+    if signal.getsignal(signal.SIGINT) is _hold_interrupt:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    return bool(_startup_interrupts)
+
+
+if _started_as_cli() and threading.current_thread() is threading.main_thread():
+    signal.signal(signal.SIGINT, _hold_interrupt)
+
+from zerda_eval.errors import DatasetError, ZerdaEvalError  # noqa: E402
+from zerda_eval.execution.faults import fault_point  # noqa: E402
+
+fault_point("at-startup")  # tests: ZERDA_EVAL_FAULT=interrupt-at-startup
 
 with suppress(DatasetError):
     from zerda_eval import datasets as _datasets  # noqa: F401  (registers the ir_datasets ids)

@@ -29,7 +29,14 @@ from zerda_eval.fusion import FUSION_METHODS
 from zerda_eval.report import DEFAULT_FORMATS as DEFAULT_REPORT_FORMATS
 from zerda_eval.report import write_report
 from zerda_eval.spec.experiment import ExperimentSpec, load_experiment, resolve_experiment
-from zerda_eval.store.run_dir import EXPERIMENT_FILE, check_run_dir, read_cell_run, read_experiment_json, read_tables
+from zerda_eval.store.run_dir import (
+    EXPERIMENT_FILE,
+    check_run_dir,
+    finished_results,
+    read_cell_run,
+    read_experiment_json,
+    read_tables,
+)
 from zerda_eval.systems import SYSTEMS
 from zerda_eval.systems.user import PythonSystem, is_factory_path
 
@@ -60,7 +67,11 @@ class Experiment:
         a callable ``f(query_text, k)``). One not named by a ``[[systems]]`` entry's ``object`` is added
         as ``{name, family = "python", params = {object = name, version = obj.version}}``.
         """
+        if systems is not None and not isinstance(systems, Mapping):
+            raise ConfigError(f"{source}: systems= takes a mapping {{name: your system}}, got {type(systems).__name__}")
         systems = dict(systems or {})
+        if not isinstance(mapping, Mapping):
+            resolve_experiment(mapping, source)  # the one-line ConfigError for a non-mapping
         raw = copy.deepcopy(dict(mapping))
         entries = raw.setdefault("systems", [])
         if not isinstance(entries, list):
@@ -105,6 +116,11 @@ class Experiment:
             for c in self.spec.cells
         ]
         return pd.DataFrame(rows, columns=["cell_id", "dataset", "system", "kind", "inputs"])
+
+    def finished_cells(self) -> int:
+        """How many cells of the experiment are finished (verified) in its output directory."""
+        every_id = [cell.cell_id for cell in self.spec.every_cell]
+        return len(finished_results(self.output_dir, every_id))
 
     def only(self, label: str) -> Experiment:
         """The experiment restricted to one system or fusion (name or label) plus the cells it needs."""

@@ -1,8 +1,10 @@
 """``zerda-eval``: run an experiment, write a report, list datasets and systems (a thin layer over ``api``).
 
 Exit codes: 0 ok, 1 error (a ``ZerdaEvalError``: one line on stderr, no traceback), 2 usage,
-130 interrupted (Ctrl-C: finished cells are kept; rerun the same command to resume), 141 when the
-reader of stdout went away (``| head``: stop quietly, as Unix tools do). A ``ZerdaEvalWarning`` (a
+130 interrupted (Ctrl-C at any moment, start-up included: "interrupted: N cells kept; rerun to
+resume", N the experiment's finished cells), 141 when the reader of stdout went away (``| head``):
+the rest of the output is dropped quietly, as Unix tools do, but the work goes on to the end (the
+runs and the report are written). A ``ZerdaEvalWarning`` (a
 damaged cell recomputed, a corrupt cache entry rebuilt) is one ``zerda-eval: warning:`` line. An
 unexpected exception is a bug: its traceback is printed with a request to report it.
 """
@@ -13,17 +15,25 @@ import argparse
 import contextlib
 import logging
 import os
+import signal
 import sys
 import traceback
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from zerda_eval import __version__
-from zerda_eval.errors import ConfigError, RunError, ZerdaEvalError, ZerdaEvalWarning, unknown_value_message
+from zerda_eval import __version__, startup_interrupted
+from zerda_eval.errors import (
+    ConfigError,
+    RunError,
+    UserCodeError,
+    ZerdaEvalError,
+    ZerdaEvalWarning,
+    unknown_value_message,
+)
 from zerda_eval.evaluation.efficiency import NOT_MEASURED
 from zerda_eval.evaluation.measures import DEFAULT_MEASURES
 from zerda_eval.report.formats import DEFAULT_FORMATS as DEFAULT_REPORT_FORMATS
@@ -81,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (``python -m zerda_eval`` and the console script use it)."""
+    for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show a label (Arabic) gets it escaped
+        with contextlib.suppress(AttributeError, ValueError):  # not a text stream we may reconfigure
+            stream.reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)  # argparse exits with 2 on usage errors
     if not args.verbose:  # libraries' log lines (ir_datasets' download retries) would bury our one line
         logging.disable(logging.WARNING)
@@ -98,26 +111,80 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
         sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a run, with the number of the experiment's finished cells (kept for the rerun)."""
+
+    def __init__(self, kept: int):
+        super().__init__(kept)
+        self.kept = kept
+
+
+class _KeptStdout:
+    """``sys.stdout`` while a command runs: when its reader goes away (``| head``), the rest of the output
+    is dropped, never the work (the runs and the report are still written); the command then ends with 141."""
+
+    def __init__(self, stream: Any):
+        self.stream = stream
+        self.lost = False
+
+    def write(self, text: str) -> int:
+        if not self.lost:
+            try:
+                return self.stream.write(text)
+            except BrokenPipeError:
+                self._lose()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.lost:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._lose()
+
+    def _lose(self) -> None:
+        self.lost = True
+        _silence_stdout(self.stream)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def _silence_stdout(stream: Any) -> None:
+    """Point ``stream``'s file descriptor at /dev/null, so the interpreter's final flush cannot fail again."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no file descriptor: nothing to flush
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+
+
 def _main(args: argparse.Namespace) -> int:
+    stdout = sys.stdout = _KeptStdout(sys.stdout)
     try:
-        return COMMANDS[args.command](args)
-    except BrokenPipeError:  # `zerda-eval run X | head`: the reader is gone; finish quietly
-        with contextlib.suppress(OSError, ValueError):  # stdout without a file descriptor: nothing to flush
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the final flush must not fail again
+        if startup_interrupted():
+            raise KeyboardInterrupt
+        code = COMMANDS[args.command](args)
+        stdout.flush()
+        return EXIT_BROKEN_PIPE if stdout.lost and code == EXIT_OK else code
+    except BrokenPipeError:  # a write that did not go through sys.stdout: the reader is gone; end quietly
+        _silence_stdout(stdout.stream)
         return EXIT_BROKEN_PIPE
     except ZerdaEvalError as exc:
+        if isinstance(exc, UserCodeError) and exc.user_traceback:  # the user's code failed: theirs to read
+            sys.stderr.write(exc.user_traceback)
         print(f"zerda-eval: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        print(
-            "\nzerda-eval: interrupted; finished cells are saved, rerun the same command to resume",
-            file=sys.stderr,
-        )
+    except KeyboardInterrupt as exc:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this line short
+        if isinstance(exc, Interrupted):
+            print(f"\nzerda-eval: interrupted: {exc.kept} cells kept; rerun to resume", file=sys.stderr)
+        else:
+            print("\nzerda-eval: interrupted before any cell ran; rerun to resume", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception:
         traceback.print_exc()
         print("zerda-eval: internal error (a bug); please report it with the traceback above", file=sys.stderr)
         return EXIT_ERROR
+    finally:
+        sys.stdout = stdout.stream
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -131,13 +198,17 @@ def _run(args: argparse.Namespace) -> int:
     experiment = Experiment.from_toml(args.config)
     if args.only:
         experiment = experiment.only(args.only)
-    results = experiment.run(scheduler=scheduler, force=args.force, progress=sys.stderr.isatty())
-    print(_summary(results.table))
-    print(f"\nruns: {experiment.output_dir}")
-    if not args.no_report and not args.only:
-        report_dir = Path("reports") / experiment.name
-        rebuild = f"zerda-eval report {experiment.output_dir}"
-        print(f"report: {_write_report(results, report_dir, rebuild)}")
+    try:
+        results = experiment.run(scheduler=scheduler, force=args.force, progress=sys.stderr.isatty())
+        print(_summary(results.table))
+        print(f"\nruns: {experiment.output_dir}")
+        if not args.no_report and not args.only:
+            report_dir = Path("reports") / experiment.name
+            rebuild = f"zerda-eval report {experiment.output_dir}"
+            print(f"report: {_write_report(results, report_dir, rebuild)}")
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # counting what is kept must not be cut short
+        raise Interrupted(experiment.finished_cells()) from None
     return EXIT_OK
 
 

@@ -30,6 +30,21 @@ class RunError(ZerdaEvalError):
     """A grid cell failed for a reason the user can act on (bad embedder output, unwritable output dir)."""
 
 
+class UserCodeError(RunError):
+    """A user's system (``family = "python"``) raised or returned something unusable.
+
+    ``user_traceback`` holds the user's own frames (their code, theirs to read); the CLI prints it
+    above the one-line message. Empty when the user's code returned a wrong value without raising.
+    """
+
+    def __init__(self, message: str, user_traceback: str = ""):
+        super().__init__(message)
+        self.user_traceback = user_traceback
+
+    def __reduce__(self):  # pickled across Dask workers with its traceback text
+        return type(self), (str(self), self.user_traceback)
+
+
 class ZerdaEvalWarning(UserWarning):
     """Something the harness repaired on its own (a damaged cell recomputed, a corrupt cache entry rebuilt).
 

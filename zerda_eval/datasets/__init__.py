@@ -12,7 +12,7 @@ check_ir_datasets_home()  # before ir_datasets is imported: it would crash on an
 from zerda_eval.datasets.bundled import BUNDLED  # noqa: E402
 from zerda_eval.datasets.collection import NO_ANSWER_ID, Collection  # noqa: E402
 from zerda_eval.datasets.listing import list_datasets  # noqa: E402
-from zerda_eval.datasets.loader import load_collection  # noqa: E402
+from zerda_eval.datasets.loader import load_collection, load_recorded  # noqa: E402
 from zerda_eval.datasets.registry import register_datasets  # noqa: E402
 
 register_datasets()
@@ -25,5 +25,6 @@ __all__ = [
     "Collection",
     "list_datasets",
     "load_collection",
+    "load_recorded",
     "register_datasets",
 ]

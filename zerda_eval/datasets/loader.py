@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
@@ -12,7 +12,7 @@ from filelock import FileLock
 from zerda_eval.datasets import protocols, streamed
 from zerda_eval.datasets.bundled import BUNDLED
 from zerda_eval.datasets.collection import Collection, build_collection
-from zerda_eval.datasets.fingerprint import content_fingerprint
+from zerda_eval.datasets.fingerprint import changed_files, content_fingerprint
 from zerda_eval.datasets.opening import open_dataset
 from zerda_eval.datasets.paths import ir_datasets_home
 from zerda_eval.datasets.quranqa import answerable_only
@@ -28,13 +28,39 @@ def load_collection(dataset_id: str, **options: Any) -> Collection:
     """Load ``dataset_id`` under its protocol ``options`` (see ``protocols``); cached per process.
 
     The per-process cache is keyed by the content of the files the dataset is read from
-    (``fingerprint``): an edited file is read again. With ``path=...`` (and ``format="beir"|"trec"``)
-    the collection is a user's folder and ``dataset_id`` only names it.
+    (``fingerprint``): an edited file is read again; one edited while it is read is a
+    ``DatasetError`` (and nothing is cached). With ``path=...`` (and ``format="beir"|"trec"``) the
+    collection is a user's folder and ``dataset_id`` only names it.
     """
     resolved = protocols.dataset_options(dataset_id, options, bundled=dataset_id in BUNDLED)
+    content = _freeze(content_fingerprint(dataset_id, resolved))
     if "path" in options:
-        return _cached_user(dataset_id, _freeze(resolved), _freeze(content_fingerprint(dataset_id, resolved)))
-    return _cached(dataset_id, _freeze(resolved), _freeze(content_fingerprint(dataset_id, resolved)))
+        return _cached_user(dataset_id, _freeze(resolved), content)
+    return _cached(dataset_id, _freeze(resolved), content)
+
+
+def load_recorded(dataset_id: str, recorded: Mapping[str, str], options: Mapping[str, Any]) -> Collection:
+    """``load_collection(dataset_id, **options)`` when its files still hold the ``recorded`` content (the
+    fingerprint a cell id covers); a one-line ``DatasetError`` naming the changed file otherwise."""
+    resolved = protocols.dataset_options(dataset_id, options, bundled=dataset_id in BUNDLED)
+    changed = changed_files(dataset_id, resolved, recorded)
+    if changed:
+        raise DatasetError(
+            f"dataset {dataset_id!r}: {', '.join(map(str, changed))} changed since the experiment was read (the "
+            "cell ids cover its old content); finished cells are kept: rerun to compute on the new data"
+        )
+    return load_collection(dataset_id, **options)
+
+
+def _checked_after_reading(dataset_id: str, options: dict[str, Any], content: tuple, collection: Collection):
+    """``collection`` if the files still hold ``content`` now that they were read, else a ``DatasetError``."""
+    changed = changed_files(dataset_id, options, _thaw(content))
+    if changed:
+        raise DatasetError(
+            f"dataset {dataset_id!r}: {', '.join(map(str, changed))} changed while it was read; rerun once it is "
+            "no longer being written"
+        )
+    return collection
 
 
 def _freeze(options: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
@@ -47,14 +73,14 @@ def _thaw(frozen: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
 
 @lru_cache(maxsize=32)
 def _cached_user(name: str, frozen: tuple[tuple[str, Any], ...], content: tuple[tuple[str, Any], ...]) -> Collection:
-    return load_user_collection(name, _thaw(frozen))
+    return _checked_after_reading(name, _thaw(frozen), content, load_user_collection(name, _thaw(frozen)))
 
 
 @lru_cache(maxsize=32)
 def _cached(dataset_id: str, frozen: tuple[tuple[str, Any], ...], content: tuple[tuple[str, Any], ...]) -> Collection:
     options = _thaw(frozen)
     with _first_build_lock(dataset_id):
-        return _build(dataset_id, options)
+        return _checked_after_reading(dataset_id, _thaw(frozen), content, _build(dataset_id, options))
 
 
 @contextmanager

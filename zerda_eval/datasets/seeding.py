@@ -10,11 +10,14 @@ have downloaded (or extracted) there is enough:
   (records closed by ``   /`` or ``/`` lines). The bundled copy is the TREC-format NPL (SGML docs and
   topics, 4-column qrels), so it is rewritten into that layout: same ids, same text lines, same pairs.
 
-Each seeded folder holds ``zerda-eval-seed.json``, the SHA-256 of every source file it was made
-from, written after ir_datasets' docstore is built from the seeded files (under the same lock, so
-concurrent runs never read a half-built docstore). When a source file changes (an edited copy under
-``ZERDA_EVAL_DATA``), the folder is emptied, with the extracts and docstore ir_datasets derived from
-the old files, and seeded again, so a stale copy is never read. Files are written through a
+Each seeded folder holds ``zerda-eval-seed.json``, the SHA-256 of every source file it was made from,
+and ``zerda-eval-cache.json``, that of every file of the folder once ir_datasets has built its
+docstore and extracts from the seeded files (both under the same lock, so concurrent runs never read a
+half-built docstore; a folder seeded by a version without the second file gets it recorded as it is).
+Before each use the folder is checked against both: when a source file changed (an edited copy under
+``ZERDA_EVAL_DATA``), or a cached file no longer matches its recorded hash (damaged, edited), the
+folder is emptied, with what ir_datasets derived, and seeded again, so a stale or damaged copy is never
+read; a damaged one is said (one ``ZerdaEvalWarning`` naming the file). Files are written through a
 temporary file and an atomic rename, with the mode the umask gives; nothing is written into the
 repository.
 """
@@ -26,6 +29,7 @@ import os
 import re
 import shutil
 import tempfile
+import warnings
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,11 +37,12 @@ from pathlib import Path
 from typing import BinaryIO
 
 from zerda_eval.datasets.paths import ir_datasets_home, source_file
-from zerda_eval.errors import DataFormatError
+from zerda_eval.errors import DataFormatError, ZerdaEvalWarning
 from zerda_eval.hashing import file_sha256
 from zerda_eval.store.files import build_lock, file_mode
 
-MARKER = "zerda-eval-seed.json"
+MARKER = "zerda-eval-seed.json"  # {source file: SHA-256}
+CACHE_MARKER = "zerda-eval-cache.json"  # {file of the seeded folder: SHA-256}
 
 _SCIFACT_FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "qrels/train.tsv")
 _CRANFIELD_FILES = {"docs.txt": "cran.all.1400", "queries.txt": "cran.qry", "qrels.txt": "cranqrel"}
@@ -128,12 +133,15 @@ class Seeder:
     folder: str  # the bundled folder
     names: tuple[str, ...]
     write: Callable[[Path], None]
+    ids: tuple[str, ...]  # the ids read from the folder: their docstore and extracts are built on seeding
 
 
 SEEDERS: dict[str, Seeder] = {
-    "beir/scifact": Seeder("beir/scifact", "beir-scifact", _SCIFACT_FILES, seed_scifact),
-    "cranfield": Seeder("cranfield", "cranfield", tuple(_CRANFIELD_FILES.values()), seed_cranfield),
-    "vaswani": Seeder("vaswani", "vaswani", ("doc-text.trec", "query-text.trec", "qrels"), seed_vaswani),
+    "beir/scifact": Seeder(
+        "beir/scifact", "beir-scifact", _SCIFACT_FILES, seed_scifact, ("beir/scifact/test", "beir/scifact/train")
+    ),
+    "cranfield": Seeder("cranfield", "cranfield", tuple(_CRANFIELD_FILES.values()), seed_cranfield, ("cranfield",)),
+    "vaswani": Seeder("vaswani", "vaswani", ("doc-text.trec", "query-text.trec", "qrels"), seed_vaswani, ("vaswani",)),
 }
 
 
@@ -153,25 +161,77 @@ def seed_cache(dataset_id: str, home: Path | None = None) -> bool:
 def _seed(seeder: Seeder, dataset_id: str, home: Path) -> None:
     target = home / seeder.target
     sources = {name: file_sha256(source_file(seeder.folder, name)) for name in seeder.names}
-    if _marker(target) == sources:
+    if _state(target, sources) == "ok":
         return
-    with build_lock(target):  # concurrent runs: one reseeds, the others then find the marker
-        if _marker(target) == sources:
+    with build_lock(target):  # concurrent runs: one reseeds, the others then find the markers
+        state = _state(target, sources)
+        if state == "ok":
             return
+        if state == "unrecorded":  # seeded by a version that did not record the cache's hashes
+            _record(target, CACHE_MARKER, _cache_hashes(target))
+            return
+        if state not in ("absent", "sources changed"):
+            warnings.warn(
+                f"{seeder.ids[0].split('/')[0]}: ir_datasets' cached copy {state}; rebuilt {target} from the "
+                f"bundled files ({seeder.folder})",
+                ZerdaEvalWarning,
+                stacklevel=4,
+            )
         shutil.rmtree(target, ignore_errors=True)  # with what ir_datasets derived from the old files
         seeder.write(home)
-        if home == ir_datasets_home():  # its docstore too, under the lock: a reader never sees half of one
-            import ir_datasets
-
-            store = ir_datasets.load(dataset_id).docs_store()
-            if hasattr(store, "build"):
-                store.build()
-        text = json.dumps(sources, indent=2, sort_keys=True)
-        atomic_write(target / MARKER, lambda handle: handle.write(text.encode("utf-8")))
+        if home == ir_datasets_home():  # its docstore and extracts too, under the lock: never half of one
+            _derive(seeder)
+        _record(target, CACHE_MARKER, _cache_hashes(target))
+        _record(target, MARKER, sources)
 
 
-def _marker(target: Path) -> dict[str, str] | None:
+def _record(target: Path, name: str, hashes: dict[str, str]) -> None:
+    text = json.dumps(hashes, indent=2, sort_keys=True)
+    atomic_write(target / name, lambda handle: handle.write(text.encode("utf-8")))
+
+
+def _derive(seeder: Seeder) -> None:
+    """Have ir_datasets build what it derives from the seeded files (docstore, extracts) for every id."""
+    import ir_datasets
+
+    for dataset_id in seeder.ids:
+        dataset = ir_datasets.load(dataset_id)
+        store = dataset.docs_store()
+        if hasattr(store, "build"):
+            store.build()
+        for _ in dataset.queries_iter():
+            pass
+        for _ in dataset.qrels_iter():
+            pass
+
+
+def _cache_hashes(target: Path) -> dict[str, str]:
+    """``{path relative to target: SHA-256}`` of every file of a seeded folder (the markers left out)."""
+    skip = (MARKER, CACHE_MARKER)
+    files = (p for p in target.rglob("*") if p.is_file() and p.name not in skip and not p.name.endswith(".tmp"))
+    return {str(p.relative_to(target)): file_sha256(p) for p in sorted(files)}
+
+
+def _state(target: Path, sources: dict[str, str]) -> str:
+    """ "ok" when the folder was seeded from ``sources`` and every recorded file still has its hash; else
+    what is wrong: "absent", "sources changed", "unrecorded" (no cache hashes yet), or the damaged file."""
+    if _read(target / MARKER) != sources:
+        return "absent" if not (target / MARKER).exists() else "sources changed"
+    cache = _read(target / CACHE_MARKER)
+    if cache is None:
+        return "unrecorded"
+    for name, digest in cache.items():
+        try:
+            if file_sha256(target / name) != digest:
+                return f"{name} does not match its recorded hash (damaged or edited)"
+        except OSError:
+            return f"{name} is missing"
+    return "ok"
+
+
+def _read(path: Path) -> dict[str, str] | None:
     try:
-        return json.loads((target / MARKER).read_text(encoding="utf-8"))
+        value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    return value if isinstance(value, dict) else None

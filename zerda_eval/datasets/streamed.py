@@ -25,7 +25,7 @@ class StreamedTexts(Sequence[str]):
     def __init__(self, dataset_id: str, doc_ids: Sequence[str], title: bool = True):
         self.dataset_id = dataset_id
         self._doc_ids = doc_ids
-        self._title = title
+        self.title = title
 
     def __len__(self) -> int:
         return len(self._doc_ids)
@@ -37,7 +37,7 @@ class StreamedTexts(Sequence[str]):
                     f"{self.dataset_id}: corpus changed since it was loaded (document {position} is {doc.doc_id!r}); "
                     "rerun to reload it"
                 )
-            yield record_text(doc, self._title)
+            yield record_text(doc, self.title)
 
     @overload
     def __getitem__(self, index: int) -> str: ...
@@ -50,8 +50,8 @@ class StreamedTexts(Sequence[str]):
         if isinstance(index, slice):
             wanted = self._doc_ids[index]
             found = store.get_many(wanted)
-            return [record_text(found[doc_id], self._title) for doc_id in wanted]
-        return record_text(store.get(self._doc_ids[index]), self._title)
+            return [record_text(found[doc_id], self.title) for doc_id in wanted]
+        return record_text(store.get(self._doc_ids[index]), self.title)
 
     def _dataset(self) -> Any:
         return open_dataset(self.dataset_id)

@@ -39,7 +39,7 @@ from zerda_eval.evaluation.efficiency import (
 )
 from zerda_eval.evaluation.measures import evaluate_collection
 from zerda_eval.evaluation.ranking import Run, tie_break
-from zerda_eval.execution.tuning import tuned_run
+from zerda_eval.execution.tuning import train_overlap, tuned_run
 from zerda_eval.hashing import canonical_json
 from zerda_eval.spec.experiment import CellSpec
 from zerda_eval.spec.tuning import TUNED
@@ -111,7 +111,9 @@ def _compute(
         if cell.kind == "fusion":
             run, efficiency, stats = _fuse(cell, output_dir, queries)
         elif cell.kind == TUNED:
-            run, efficiency, stats = tuned_run(cell, output_dir, qids)
+            train = cell.config.get("train_dataset")
+            train_queries = _evaluated_queries(train) if train else {}
+            run, efficiency, stats = tuned_run(cell, output_dir, queries, train_queries)
         else:
             run, efficiency, stats = _search(cell, collection, queries, cache_dir, progress, systems)
     run = _finish_run(run, collection, cell.config["depth"])
@@ -160,21 +162,40 @@ def check_collections(cells: list[CellSpec]) -> None:
             )
     for cell in cells:
         train = cell.config.get("train_dataset")
-        if (
-            train is not None
-            and load_cell_collection(train)[0].doc_ids != load_cell_collection(cell.config["dataset"])[0].doc_ids
-        ):
-            raise DatasetError(
-                f"[tuning].train: {train['id']!r} and {cell.dataset!r} do not hold the same documents, so a choice "
-                "made on one says nothing of the other; give a train split of the same corpus"
-            )
+        if train is not None:
+            check_held_out(cell, train)
+
+
+def check_held_out(cell: CellSpec, train: Mapping[str, Any]) -> None:
+    """A tuned cell's train split: the tuned dataset's documents, and none of its queries unless dropped."""
+    if load_cell_collection(train)[0].doc_ids != load_cell_collection(cell.config["dataset"])[0].doc_ids:
+        raise DatasetError(
+            f"[tuning].train: {train['id']!r} and {cell.dataset!r} do not hold the same documents, so a choice "
+            "made on one says nothing of the other; give a train split of the same corpus"
+        )
+    overlap = train_overlap(_evaluated_queries(cell.config["dataset"]), _evaluated_queries(train))
+    if overlap and cell.config["tuned"]["tuning"].get("overlap") != "drop":
+        examples = ", ".join(repr(qid) for qid in overlap[:5])
+        raise DatasetError(
+            f"[tuning].train: {len(overlap)} quer{'y' if len(overlap) == 1 else 'ies'} of train split {train['id']!r} "
+            f"{'is a test query' if len(overlap) == 1 else 'are test queries'} of {cell.dataset!r} (same id or same "
+            f"text), e.g. {examples}: a choice made on them is not held out; remove them from the train split, or "
+            'set [tuning].overlap = "drop" to leave them out of the choice'
+        )
+
+
+def _evaluated_queries(dataset: Mapping[str, Any]) -> dict[str, str]:
+    """``{qid: text}`` of the queries a dataset config evaluates (``max_queries`` applied)."""
+    collection, qids = load_cell_collection(dataset)
+    return {qid: collection.queries[qid] for qid in qids}
 
 
 def load_cell_collection(dataset: Mapping[str, Any]) -> tuple[Any, list[str]]:
-    """The collection of a cell's resolved dataset config and the query ids it evaluates (``max_queries``)."""
-    from zerda_eval.datasets import load_collection
+    """The collection of a cell's resolved dataset config and the query ids it evaluates (``max_queries``),
+    read only while its files hold the content the cell id covers (``datasets.loader.load_recorded``)."""
+    from zerda_eval.datasets import load_recorded
 
-    collection = load_collection(dataset["id"], **dataset["given"])
+    collection = load_recorded(dataset["id"], dataset["content"], dataset["given"])
     qids = list(collection.queries)
     if dataset["max_queries"] is not None:
         qids = qids[: dataset["max_queries"]]
@@ -193,7 +214,7 @@ def _search(
     from zerda_eval.systems import build_system
 
     spec = cell.config["system"]
-    system = build_system(spec["family"], spec["params"], systems, spec.get("content"))
+    system = build_system(spec["family"], spec["params"], systems, spec.get("content"), cell.label)
     depth = cell.config["depth"]
     memory = RssWindow()
     start = time.perf_counter()

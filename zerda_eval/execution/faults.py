@@ -3,8 +3,9 @@
 ``ZERDA_EVAL_FAULT=<action>-<point>[:<n>]`` acts on the point's n-th passage in this process (on the first
 when ``:<n>`` is omitted). Actions: ``interrupt`` sends this process SIGINT (what Ctrl-C does: Python
 raises ``KeyboardInterrupt`` in the main thread), ``kill`` sends it SIGKILL (the OOM killer, a pulled plug:
-nothing runs after it). Points, each a ``fault_point`` call: ``after-cell`` (the runner, once the n-th cell
-of this process is written), ``in-index-build`` (``store.indexes``: the index saved in its temporary folder,
+nothing runs after it). Points, each a ``fault_point`` call: ``at-startup`` (``zerda_eval/__init__.py``,
+before the heavy imports), ``after-cell`` (the runner, once n cells of the grid have finished, computed
+or reused), ``in-index-build`` (``store.indexes``: the index saved in its temporary folder,
 its checksums not yet written). A test sets the variable instead of sending a signal at a guessed moment,
 then checks what was left where the fault landed. Unset (every real run), a point costs one lookup.
 

@@ -1,11 +1,14 @@
 """A tuned cell: the grid point chosen without the queries it is scored on, assembled from finished runs.
 
 With a train split, the grid point with the best mean ``measure`` on the train split's queries answers
-every query. Otherwise the queries are dealt into ``folds`` folds (a permutation drawn from the
-experiment's seed: reruns deal the same folds), and each fold's queries are answered by the grid point
-with the best mean on the other folds' queries (PyTerrier's ``KFoldGridSearch``). Ties go to the first
-grid point. Nothing is retrieved again: the chosen cells' rankings and per-query latencies are read
-from their files, and the assembled run is evaluated like any other.
+every query; train queries that are test queries (same id or same text) are refused before any cell
+runs (``check_held_out``) or, with ``overlap = "drop"``, left out of the choice. Otherwise the queries
+are dealt into ``folds`` folds (a permutation drawn from the experiment's seed: reruns deal the same
+folds; queries with the same text are dealt together, so none is chosen on its own twin), and each
+fold's queries are answered by the grid point with the best mean on the other folds' queries
+(PyTerrier's ``KFoldGridSearch``). Ties go to the first grid point. Nothing is retrieved again: the
+chosen cells' rankings and per-query latencies are read from their files, and the assembled run is
+evaluated like any other.
 
 Efficiency of a tuned row: per query, the latency of the cell that answered it; index time, the sum of
 the distinct chosen cells' (each must be indexed to serve its fold); peak memory, the largest of them.
@@ -27,12 +30,33 @@ from zerda_eval.spec.experiment import CellSpec
 from zerda_eval.store.run_dir import load_result, read_cell_per_query, read_cell_run
 
 
-def assign_folds(qids: Sequence[str], folds: int, seed: int) -> dict[str, int]:
-    """Each query's fold (0 .. folds-1): a seeded permutation dealt round-robin, so folds differ by one at most."""
-    if folds > len(qids):
-        raise RunError(f"tuning: {folds} folds for {len(qids)} queries; give [tuning].folds <= the query count")
-    order = np.random.default_rng(seed).permutation(len(qids))
-    return {qids[int(position)]: fold % folds for fold, position in enumerate(order)}
+def assign_folds(qids: Sequence[str], folds: int, seed: int, texts: Mapping[str, str] | None = None) -> dict[str, int]:
+    """Each query's fold (0 .. folds-1): a seeded permutation dealt round-robin, so folds differ by one at most.
+
+    With ``texts``, queries with the same text (``same_text`` key) form one group dealt as one, so a
+    duplicated question never sits on both sides of a fold.
+    """
+    groups: dict[str, list[str]] = {}
+    for qid in qids:
+        groups.setdefault(same_text(texts[qid]) if texts is not None else qid, []).append(qid)
+    if folds > len(groups):
+        raise RunError(
+            f"tuning: {folds} folds for {len(groups)} distinct queries; give [tuning].folds <= the query count"
+        )
+    members = list(groups.values())
+    order = np.random.default_rng(seed).permutation(len(members))
+    return {qid: fold % folds for fold, position in enumerate(order) for qid in members[int(position)]}
+
+
+def same_text(text: str) -> str:
+    """The key two queries share when they ask the same question: case and spacing left out."""
+    return " ".join(text.casefold().split())
+
+
+def train_overlap(test: Mapping[str, str], train: Mapping[str, str]) -> list[str]:
+    """Train query ids that are test queries: the same id, or the same text (``same_text``), sorted."""
+    test_texts = {same_text(text) for text in test.values()}
+    return sorted(qid for qid, text in train.items() if qid in test or same_text(text) in test_texts)
 
 
 def best_variant(values: Sequence[Mapping[str, float]], qids: Sequence[str]) -> int:
@@ -41,8 +65,12 @@ def best_variant(values: Sequence[Mapping[str, float]], qids: Sequence[str]) -> 
     return int(np.argmax(means))
 
 
-def tuned_run(cell: CellSpec, output_dir: Path, qids: list[str]) -> tuple[Run, Efficiency, dict[str, Any]]:
-    """The tuned cell's run over ``qids``, its efficiency and ``stats["tuning"]`` (the choice per fold)."""
+def tuned_run(
+    cell: CellSpec, output_dir: Path, queries: Mapping[str, str], train_queries: Mapping[str, str]
+) -> tuple[Run, Efficiency, dict[str, Any]]:
+    """The tuned cell's run over ``queries`` (id -> text), its efficiency and ``stats["tuning"]`` (the
+    choice per fold). ``train_queries``: the train split's evaluated queries (empty without one)."""
+    qids = list(queries)
     config = cell.config
     tuning = config["tuned"]["tuning"]
     measure, inputs = tuning["measure"], config["inputs"]
@@ -50,13 +78,17 @@ def tuned_run(cell: CellSpec, output_dir: Path, qids: list[str]) -> tuple[Run, E
     labels = [result["system"] for result in results]
     if tuning["train"]:
         train = [read_cell_per_query(output_dir, input_id, measure) for input_id in config["train_inputs"]]
-        train_qids = list(train[0])
+        left_out = train_overlap(queries, train_queries)
+        train_qids = [qid for qid in train[0] if qid not in set(left_out)]
+        if not train_qids:
+            raise RunError(f"tuned row {cell.label!r}: every train query is a test query; give another train split")
         chosen = best_variant(train, train_qids)
         picks = dict.fromkeys(qids, chosen)
         choices = [_choice("train", labels[chosen], train, chosen, train_qids, len(qids))]
     else:
         values = [read_cell_per_query(output_dir, input_id, measure) for input_id in inputs]
-        folds = assign_folds(qids, tuning["folds"], config["seed"])
+        left_out = []
+        folds = assign_folds(qids, tuning["folds"], config["seed"], queries)
         picks, choices = {}, []
         for fold in range(tuning["folds"]):
             held_out = [q for q in qids if folds[q] == fold]
@@ -73,6 +105,7 @@ def tuned_run(cell: CellSpec, output_dir: Path, qids: list[str]) -> tuple[Run, E
             "folds": tuning["folds"],
             "choices": choices,
             "cells": [inputs[index] for index in sorted(set(picks.values()))],
+            **({"left_out_of_train": left_out} if left_out else {}),
         }
     }
     return run, _efficiency(results, picks, qids), stats | {"latency_ms": _latencies(results, picks)}

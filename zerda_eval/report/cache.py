@@ -3,9 +3,10 @@
 The key hashes everything a report is made of: the resolved config (and ``experiment.json``'s config
 hash), the contents of the results and per-query tables, the source of every module the report code
 runs (``spec.code_fingerprint.modules_of``), matplotlib's version and the formats asked for. It is
-stored in ``INPUTS_FILE`` in the report directory, written after every other file; a report whose
-key matches and whose files are all there is left as it is, so rerunning a cached grid costs nothing
-for its report.
+stored in ``INPUTS_FILE`` in the report directory, written after every other file, with the SHA-256 of
+every file of the report directory. A report whose key matches and whose files are all there as
+written is left as it is, so rerunning a cached grid costs nothing for its report; a deleted or
+edited file (a plot, a table, the page) makes the next report write everything again.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from zerda_eval.hashing import bytes_sha256, content_hash
+from zerda_eval.hashing import bytes_sha256, content_hash, file_sha256
 from zerda_eval.report.tables import RunData
 from zerda_eval.spec.code_fingerprint import module_source, modules_of
 from zerda_eval.store.files import atomic_write_text
@@ -53,15 +54,21 @@ def report_key(data: RunData, formats: Iterable[str]) -> str:
     )
 
 
-def is_current(report_dir: Path, key: str, outputs: Iterable[Path]) -> bool:
-    """True when ``report_dir`` was built from inputs hashing to ``key`` and every output is still there."""
+def is_current(report_dir: Path, key: str) -> bool:
+    """True when ``report_dir`` was built from inputs hashing to ``key`` and every file it holds then is
+    still there, unchanged."""
     try:
-        stored = json.loads((report_dir / INPUTS_FILE).read_text(encoding="utf-8")).get("key")
-    except (OSError, ValueError, AttributeError):
+        stored = json.loads((report_dir / INPUTS_FILE).read_text(encoding="utf-8"))
+        files = stored["files"]
+        if stored.get("key") != key or not isinstance(files, dict) or not files:
+            return False
+        return all(file_sha256(report_dir / name) == digest for name, digest in files.items())
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
         return False
-    return stored == key and all(path.is_file() for path in outputs)
 
 
 def record(report_dir: Path, key: str) -> None:
-    """Remember the inputs' key (after the report's files are written)."""
-    atomic_write_text(report_dir / INPUTS_FILE, json.dumps({"key": key}, indent=2) + "\n")
+    """Remember the inputs' key and each file's SHA-256 (after the report's files are written)."""
+    files = sorted(p for p in report_dir.rglob("*") if p.is_file() and p.name != INPUTS_FILE)
+    hashes = {str(p.relative_to(report_dir)): file_sha256(p) for p in files}
+    atomic_write_text(report_dir / INPUTS_FILE, json.dumps({"key": key, "files": hashes}, indent=2) + "\n")

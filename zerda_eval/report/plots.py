@@ -59,6 +59,7 @@ plt.rcParams.update(
         "legend.fontsize": 9,
         "axes.grid": True,
         "grid.alpha": 0.3,
+        "svg.hashsalt": "zerda-eval",  # fixed clip-path ids: a redrawn SVG is byte-identical
     }
 )
 
@@ -96,7 +97,8 @@ def _save(fig: plt.Figure, out_dir: Path, name: str, caption: str) -> Figure:
     out_dir.mkdir(parents=True, exist_ok=True)
     png, svg = out_dir / f"{name}.png", out_dir / f"{name}.svg"
     size = (0, 0)
-    for path, options in ((png, {"dpi": DPI}), (svg, {})):  # atomically: a failure leaves no truncated file
+    # atomically (a failure leaves no truncated file); no date in the SVG, so a redrawn plot is byte-identical
+    for path, options in ((png, {"dpi": DPI}), (svg, {"metadata": {"Date": None}})):
         buffer = io.BytesIO()
         fig.savefig(buffer, format=path.suffix[1:], bbox_inches="tight", **options)
         atomic_write_bytes(path, buffer.getvalue())

@@ -45,7 +45,7 @@ def write_report(run_dir: Path, report_dir: Path, formats: Iterable[str] = DEFAU
     report_dir = Path(report_dir)
     outputs = [report_dir / FORMATS[name] for name in formats]
     key = cache.report_key(data, formats)
-    if cache.is_current(report_dir, key, outputs):
+    if cache.is_current(report_dir, key):
         return outputs[0]
     report_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(report_dir / "results.csv", data.results.to_csv(index=False))

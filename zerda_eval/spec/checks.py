@@ -5,6 +5,7 @@ Each raises a one-line ``ConfigError`` naming the file and the key path (``where
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
@@ -76,3 +77,19 @@ def check_unique(values: list[str], where: str, kind: str) -> None:
         if value in seen:
             raise ConfigError(f"{where}: {kind} {value!r} appears twice; names must be unique")
         seen.add(value)
+
+
+def check_finite(raw: Mapping[str, Any], source: str) -> None:
+    """Every number of the experiment is finite: a NaN or infinity (TOML's ``nan`` / ``inf``, or a Python
+    float) is a one-line error naming its key path, before anything hashes or compares it."""
+    stack: list[tuple[str, Any]] = [
+        (f"[{key}]" if isinstance(value, Mapping) else str(key), value) for key, value in raw.items()
+    ]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{source}: {path}: {value!r} is not a finite number; give a finite value")
+        if isinstance(value, Mapping):
+            stack += [(f"{path}.{key}", item) for key, item in value.items()]
+        elif isinstance(value, list | tuple):
+            stack += [(f"{path}[{index}]", item) for index, item in enumerate(value)]

@@ -29,6 +29,7 @@ from zerda_eval.evaluation.measures import DEFAULT_MEASURES, MEASURE_FAMILIES, i
 from zerda_eval.evaluation.ranking import TIE_BREAK
 from zerda_eval.hashing import canonical_json, content_hash
 from zerda_eval.spec.checks import (
+    check_finite,
     check_keys,
     check_name,
     check_positive_int,
@@ -41,11 +42,14 @@ from zerda_eval.spec.checks import (
 from zerda_eval.spec.tuning import TUNED, Tuning, parse_tune, parse_tuning, tuned_groups
 
 TOP_LEVEL_KEYS = ("experiment", "datasets", "systems", "fusions", "tuning", "compare", "study")
-EXPERIMENT_KEYS = ("name", "description", "output_dir", "seed", "depth", "measures", "cache_dir")
+EXPERIMENT_KEYS = ("name", "description", "output_dir", "seed", "depth", "measures", "cache_dir", "max_cells")
 DATASET_KEYS = ("id", "name", "max_queries", "measures")  # every other key is a protocol option of load_collection
 SYSTEM_KEYS = ("name", "family", "params", "grid", "tune")
 FUSION_KEYS = ("name", "inputs", "method", "params", "grid", "tune")
 DEFAULT_DEPTH = 100
+# The largest grid expanded without [experiment].max_cells: counted from the axes' lengths before any
+# expansion, so a typo'd million-cell grid is one line in milliseconds, not minutes and gigabytes.
+DEFAULT_MAX_CELLS = 10_000
 TUNING_MODULE = "zerda_eval.execution.tuning"  # what a tuned cell executes (its code fingerprint's root)
 CONVENTIONS = {
     "tie_break": TIE_BREAK,
@@ -142,7 +146,13 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
 
 def resolve_experiment(raw: Mapping[str, Any], source: str) -> ExperimentSpec:
     """Validate a parsed experiment table (``source`` names it in errors) and expand its grid."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError(
+            f"{source}: give a mapping shaped like the experiment file (an 'experiment' table, 'datasets' and "
+            f"'systems' lists), got {type(raw).__name__}"
+        )
     check_keys(raw, TOP_LEVEL_KEYS, source, "top-level table")
+    check_finite(raw, source)
     exp = get_table(raw, "experiment", source, required=True)
     check_keys(exp, EXPERIMENT_KEYS, source, "key in [experiment]")
     name = check_name(exp.get("name"), f"{source}: [experiment].name")
@@ -150,6 +160,8 @@ def resolve_experiment(raw: Mapping[str, Any], source: str) -> ExperimentSpec:
     seed = exp.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ConfigError(f"{source}: [experiment].seed must be an integer, got {seed!r}")
+    max_cells = check_positive_int(exp.get("max_cells", DEFAULT_MAX_CELLS), f"{source}: [experiment].max_cells")
+    _check_grid_size(raw, max_cells, source)
     measures = _measures(exp.get("measures", list(DEFAULT_MEASURES)), depth, source)
     output_dir = Path(check_string(exp.get("output_dir", f"runs/{name}"), f"{source}: [experiment].output_dir"))
     cache_dir = Path(check_string(exp.get("cache_dir", "cache"), f"{source}: [experiment].cache_dir"))
@@ -201,6 +213,33 @@ def resolve_experiment(raw: Mapping[str, Any], source: str) -> ExperimentSpec:
 
 
 # --- sections -------------------------------------------------------------------------------------
+
+
+def _check_grid_size(raw: Mapping[str, Any], max_cells: int, source: str) -> None:
+    """Refuse a grid of more than ``max_cells`` cells, counted from the lengths of its axes (never expanded):
+    datasets x the sum over [[systems]] and [[fusions]] of the product of each entry's axis lengths."""
+    datasets = raw.get("datasets")
+    n_datasets = len(datasets) if isinstance(datasets, list) else 1
+    sizes = []
+    for section in ("systems", "fusions"):
+        entries = raw.get(section)
+        for i, entry in enumerate(entries if isinstance(entries, list) else []):
+            grid = entry.get("grid", {}) if isinstance(entry, Mapping) else {}
+            if isinstance(grid, Mapping):
+                axes = {str(axis): len(values) if isinstance(values, list) else 1 for axis, values in grid.items()}
+                count = math.prod(axes.values())
+                shape = " x ".join(f"{axis} {length}" for axis, length in axes.items())
+            else:
+                count = len(grid) if isinstance(grid, list) else 1
+                shape = f"a list of {count} tables"
+            sizes.append((count, f"{section}[{i}]" + (f" ({shape})" if shape else "")))
+    total = n_datasets * sum(count for count, _ in sizes)
+    if total > max_cells:
+        largest = ", ".join(f"{where} {count}" for count, where in sorted(sizes, reverse=True)[:3])
+        raise ConfigError(
+            f"{source}: the grid has {total} cells ({n_datasets} dataset(s) x entries: {largest}), above "
+            f"[experiment].max_cells = {max_cells}; shrink the grid, or raise max_cells if you mean it"
+        )
 
 
 def _dataset(entry: Any, where: str) -> dict[str, Any]:
@@ -373,7 +412,12 @@ def _tuned_cells(
                     "label": label,
                     "family": TUNED,
                     "params": {**kept, TUNED: tuning.describe(dataset["label"])},
-                    "tuning": {"measure": tuning.measure, "folds": tuning.folds, "train": split},
+                    "tuning": {
+                        "measure": tuning.measure,
+                        "folds": tuning.folds,
+                        "train": split,
+                        **({"overlap": tuning.overlap} if split else {}),
+                    },
                 }
                 inputs = [of_entry[(dataset["label"], entry["name"])][i].cell_id for i in indices]
                 train_inputs = [of_entry[(split, entry["name"])][i].cell_id for i in indices] if split else []

@@ -5,6 +5,7 @@
 measure = "ndcg@10"                                      # maximised (default: the first measure)
 folds = 5                                                # k-fold cross-validation over each dataset's queries
 train = { "beir/scifact/test" = "beir/scifact/train" }   # optional: choose on another split's queries
+overlap = "refuse"                                       # or "drop": train queries that are test queries
 
 [[fusions]]
 name = "wsum"
@@ -17,8 +18,13 @@ A tuned entry gets, per dataset (a dataset used only as a ``train`` split gets n
 ``<name>[tuned]`` (with ``keep``: one per value of the kept axes, ``<name>[rrf_order=fixed,tuned]``).
 Its run is assembled from the grid's own runs: with ``train``, the grid point best on the train split
 answers every test query; otherwise, per fold, the grid point best on the other folds answers that
-fold's queries (PyTerrier's ``KFoldGridSearch``). Folds come from the experiment's ``seed``. Nothing is
-retrieved again: folds only choose among finished runs (``execution.tuning``).
+fold's queries (PyTerrier's ``KFoldGridSearch``). Folds come from the experiment's ``seed``; queries
+with the same text share a fold. Nothing is retrieved again: folds only choose among finished runs
+(``execution.tuning``).
+
+A train split that holds test queries (the same query id, or the same text) is not held out: the run
+is refused, naming the overlap, unless ``overlap = "drop"``, which leaves those train queries out of the
+choice (recorded in the tuned row's ``stats["tuning"]["left_out_of_train"]``).
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ from typing import Any
 from zerda_eval.errors import ConfigError, unknown_value_message
 from zerda_eval.spec.checks import check_keys, check_positive_int, check_string, get_table
 
-TUNING_KEYS = ("measure", "folds", "train")
+TUNING_KEYS = ("measure", "folds", "train", "overlap")
+OVERLAP_RULES = ("refuse", "drop")  # what a train split holding test queries gets; the first is the default
 TUNE_KEYS = ("keep",)
 DEFAULT_FOLDS = 5
 TUNED = "tuned"
@@ -43,6 +50,7 @@ class Tuning:
     measure: str
     folds: int
     train: dict[str, str]
+    overlap: str = OVERLAP_RULES[0]
 
     def describe(self, dataset: str) -> str:
         """How the tuned rows of ``dataset`` are chosen, as the results record it."""
@@ -91,6 +99,9 @@ def parse_tuning(
     train = table.get("train", {})
     if not isinstance(train, Mapping):
         raise ConfigError(f'{where}.train: give a table {{ "test dataset" = "train dataset" }}, got {train!r}')
+    overlap = check_string(table.get("overlap", OVERLAP_RULES[0]), f"{where}.overlap")
+    if overlap not in OVERLAP_RULES:
+        raise ConfigError(unknown_value_message("overlap rule", overlap, OVERLAP_RULES, f"{where}.overlap"))
     labels = [d["label"] for d in datasets]
     for test, split in train.items():
         for label in (test, split):
@@ -104,7 +115,7 @@ def parse_tuning(
                 f"{where}.measure: {measure} is not a measure of dataset {dataset['label']!r} "
                 f"(it has {', '.join(dataset['measures'])})"
             )
-    return Tuning(measure, folds, dict(train))
+    return Tuning(measure, folds, dict(train), overlap)
 
 
 def tuned_groups(variants: list[dict[str, Any]], keep: list[str]) -> list[tuple[dict[str, Any], list[int]]]:

@@ -2,7 +2,8 @@
 
 Layout of ``output_dir``::
 
-    experiment.json                 resolved config, its hash, the cell ids of the grid
+    experiment.json                 resolved config, its hash, the cell ids of the grid; the directory
+                                    belongs to the experiment it names (another one is refused)
     cells/<cell_id>/run.trec        TREC run (``qid Q0 docid rank score tag``), tie-break order
     cells/<cell_id>/per_query.csv   query_id, measure, value
     cells/<cell_id>/result.json     written LAST: means, efficiency, stats, config, the SHA-256 of
@@ -28,7 +29,7 @@ from typing import Any
 import pandas as pd
 from filelock import FileLock
 
-from zerda_eval.errors import DataFormatError, RunError
+from zerda_eval.errors import ConfigError, DataFormatError, RunError
 from zerda_eval.evaluation.ranking import Ranking, Run
 from zerda_eval.hashing import bytes_sha256, content_hash, file_sha256
 from zerda_eval.store.files import atomic_write_bytes, atomic_write_text, build_lock
@@ -230,10 +231,31 @@ def per_query_table(output_dir: Path, cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_experiment_json(output_dir: Path, config_hash: str, config: dict[str, Any], cell_ids: list[str]) -> None:
-    """``experiment.json``: the resolved config, its hash and the cell ids of the whole grid."""
+    """``experiment.json``: the resolved config, its hash and the cell ids of the whole grid.
+
+    A run directory belongs to one experiment (by ``[experiment].name``): one holding another
+    experiment's ``experiment.json`` is a one-line ``ConfigError``, checked and written under a lock so
+    two experiments started together cannot both claim it.
+    """
+    name = config["experiment"]["name"]
     document = {"config_hash": config_hash, "config": config, "cells": cell_ids}
     text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False)
-    atomic_write_text(Path(output_dir) / EXPERIMENT_FILE, text)
+    with build_lock(Path(output_dir) / "locks" / EXPERIMENT_FILE):
+        owner = _owner(Path(output_dir))
+        if owner is not None and owner != name:
+            raise ConfigError(
+                f"output_dir {output_dir} holds the runs of experiment {owner!r}; experiment {name!r} cannot write "
+                "there (its results and report would mix two grids): give it another [experiment].output_dir"
+            )
+        atomic_write_text(Path(output_dir) / EXPERIMENT_FILE, text)
+
+
+def _owner(run_dir: Path) -> str | None:
+    """The experiment name ``run_dir``'s ``experiment.json`` records; None when there is none to read."""
+    try:
+        return str(json.loads((run_dir / EXPERIMENT_FILE).read_text(encoding="utf-8"))["config"]["experiment"]["name"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def read_experiment_json(run_dir: Path) -> dict[str, Any]:
@@ -259,7 +281,8 @@ def write_tables(output_dir: Path, table: pd.DataFrame) -> None:
 
 
 def read_tables(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(results, per-query) tables of a run directory; a missing or damaged file is a one-line error."""
+    """(results, per-query) tables of a run directory; a missing or damaged file, or tables holding cells
+    of another grid than ``experiment.json``'s, is a one-line error."""
     run_dir = Path(run_dir)
     frames = []
     for name in ("results.parquet", "per_query.parquet"):
@@ -272,7 +295,15 @@ def read_tables(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     results, per_query = frames
     if results.empty or per_query.empty:
         raise DataFormatError(f"{run_dir}: no finished cells; run `zerda-eval run CONFIG` first")
-    return results.astype({"cell_id": str}), per_query.astype({"query_id": str, "cell_id": str})
+    results, per_query = results.astype({"cell_id": str}), per_query.astype({"query_id": str, "cell_id": str})
+    grid = read_experiment_json(run_dir).get("cells")  # every run writes it; a hand-made directory may not
+    foreign = sorted(set(results["cell_id"]) - set(grid)) if isinstance(grid, list) else []
+    if foreign:  # a rerun of an edited grid stopped before rewriting the tables: never mix the two
+        raise DataFormatError(
+            f"{run_dir / 'results.parquet'}: {len(foreign)} results row(s) (cell {foreign[0]}, ...) are not cells of "
+            f"the grid {EXPERIMENT_FILE} describes (written by an earlier version of the experiment); {REPAIR}"
+        )
+    return results, per_query
 
 
 def check_run_dir(run_dir: Path) -> None:

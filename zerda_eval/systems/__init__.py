@@ -60,11 +60,13 @@ def build_system(
     params: Mapping[str, Any] | None = None,
     objects: Mapping[str, Any] | None = None,
     content: Mapping[str, Any] | None = None,
+    label: str = "",
 ) -> System:
     """A new, unindexed system of ``family`` with ``params`` (checked, defaults filled in).
 
     ``objects``: the user systems handed to the Python API by name (``family = "python"``);
-    ``content``: the cell's ``content_key`` of the family (a run file's path and hash).
+    ``content``: the cell's ``content_key`` of the family (a run file's path and hash); ``label``: the
+    cell's system label, which messages about the system name.
     """
     cls = family_class(family)
     system = cls(**cls.resolve_params(params or {}, family))
@@ -72,6 +74,8 @@ def build_system(
         system.objects = objects
     if content:
         system.content = content
+    if label:
+        system.label = label
     return system
 
 

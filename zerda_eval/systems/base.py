@@ -39,6 +39,7 @@ class System:
     timed: ClassVar[bool] = True  # False: its rankings come from elsewhere (a run file); latency not measured
     objects: Mapping[str, Any] = {}  # systems given to the Python API by name (family "python" reads them)
     content: Mapping[str, Any] = {}  # this cell's ``content_key`` (a run file's path and hash)
+    label: str = ""  # the label of the grid cell it runs in (what messages about it name)
 
     def __init__(self, **params: Any):
         self.params = params
