@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from zerda_eval.errors import ConfigError, unknown_value_message
-from zerda_eval.evaluation.measures import DEFAULT_MEASURES, MEASURE_FAMILIES, is_measure
+from zerda_eval.evaluation.measures import DEFAULT_MEASURES, parse_measure
 from zerda_eval.evaluation.ranking import TIE_BREAK
 from zerda_eval.hashing import canonical_json, content_hash
 from zerda_eval.spec.checks import (
@@ -467,15 +467,8 @@ def _measures(value: Any, depth: int, source: str, where: str | None = None) -> 
     if not isinstance(value, list) or not value or not all(isinstance(m, str) for m in value):
         raise ConfigError(f'{where}: give a non-empty list of measure names such as "ndcg@10"')
     for measure in value:
-        if not is_measure(measure):
-            allowed = [f"{family}@10" for family in MEASURE_FAMILIES]
-            raise ConfigError(
-                unknown_value_message("measure", measure, allowed, where).replace(
-                    "allowed:", "allowed: name@k with k >= 1, e.g."
-                )
-            )
-        cutoff = int(measure.split("@")[1])
-        if cutoff > depth:
+        cutoff = parse_measure(measure, where).cutoff
+        if cutoff is not None and cutoff > depth:
             raise ConfigError(f"{where}: {measure} needs a run of depth >= {cutoff}; raise [experiment].depth")
     check_unique(value, where, "measure")
     return list(value)
@@ -487,7 +480,8 @@ def _dataset_measures(dataset: dict, own: Any, measures: list[str], depth: int, 
     chosen = measures if own is None else _measures(own, depth, where.split(":")[0], f"{where}.measures")
     run_depth = dataset["options"].get("run_depth")
     for measure in chosen:
-        if run_depth is not None and int(measure.split("@")[1]) > run_depth:
+        cutoff = parse_measure(measure).cutoff
+        if run_depth is not None and cutoff is not None and cutoff > run_depth:
             raise ConfigError(
                 f"{where}.measures: measure {measure} is deeper than the run depth {run_depth} of dataset "
                 f"{dataset['label']!r} (its runs are cut at {run_depth}); "
