@@ -30,7 +30,7 @@ LAYERS = (
     ("zerda_eval.execution",),
     ("zerda_eval.analysis",),
     ("zerda_eval.report",),
-    ("zerda_eval.api",),
+    ("zerda_eval.api", "zerda_eval.inmemory"),
     ("zerda_eval.cli", "zerda_eval.__main__", "zerda_eval"),
 )
 

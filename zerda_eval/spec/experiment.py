@@ -46,6 +46,7 @@ DATASET_KEYS = ("id", "name", "max_queries", "measures")  # every other key is a
 SYSTEM_KEYS = ("name", "family", "params", "grid", "tune")
 FUSION_KEYS = ("name", "inputs", "method", "params", "grid", "tune")
 DEFAULT_DEPTH = 100
+DEFAULT_SEED = 0  # [experiment].seed (it deals the folds of tuned rows)
 TUNING_MODULE = "zerda_eval.execution.tuning"  # what a tuned cell executes (its code fingerprint's root)
 CONVENTIONS = {
     "tie_break": TIE_BREAK,
@@ -147,7 +148,7 @@ def resolve_experiment(raw: Mapping[str, Any], source: str) -> ExperimentSpec:
     check_keys(exp, EXPERIMENT_KEYS, source, "key in [experiment]")
     name = check_name(exp.get("name"), f"{source}: [experiment].name")
     depth = check_positive_int(exp.get("depth", DEFAULT_DEPTH), f"{source}: [experiment].depth")
-    seed = exp.get("seed", 0)
+    seed = exp.get("seed", DEFAULT_SEED)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ConfigError(f"{source}: [experiment].seed must be an integer, got {seed!r}")
     measures = _measures(exp.get("measures", list(DEFAULT_MEASURES)), depth, source)
