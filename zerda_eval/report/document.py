@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from zerda_eval.analysis import significance as sig
 from zerda_eval.analysis.best import best_configurations
 from zerda_eval.analysis.compare import compare_to_baseline
 from zerda_eval.analysis.formatting import fmt
@@ -201,8 +202,8 @@ def _tests_note(data: RunData) -> str:
     spec = data.spec
     return (
         f"Per-query values are aligned by query id; a query missing from a run counts as 0 (a 'missing' column, "
-        f"baseline/system, appears when any was). Tests: {', '.join(TEST_NAMES[t] for t in spec.tests)} "
-        f"({spec.n_permutations} sign-flip permutations, seed {spec.seed}; exact below 2^n <= permutations). "
+        f"baseline/system, appears when any was). Tests: "
+        f"{'; '.join(sig.describe_test(t, spec.n_permutations, spec.seed) for t in spec.tests)}. "
         f"p-values corrected with {spec.correction} per dataset (raw ones in `Results.compare()`); bold = "
         f"significant at alpha {spec.alpha}. Delta = system minus baseline; CI = 95% percentile bootstrap of the "
         "mean delta; Cohen's d for paired samples. The plots use the first tested measure."
