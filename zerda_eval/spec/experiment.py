@@ -13,6 +13,7 @@ cell executes (``code_fingerprint``).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import itertools
 import json
@@ -138,7 +139,34 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: malformed TOML: {exc}") from None
-    return resolve_experiment(raw, str(path))
+    return resolve_experiment(paths_from(raw, path.parent), str(path))
+
+
+def paths_from(raw: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """``raw`` with each relative ``path`` (a ``[[datasets]]`` entry's, a ``run_file`` system's, in its
+    params or grid) joined to ``folder``, the experiment file's: a file names its data wherever it is run
+    from. Absolute paths, and anything that is not a string, are left as they are."""
+
+    def joined(value: Any) -> Any:
+        return str(folder / value) if isinstance(value, str) and not Path(value).is_absolute() else value
+
+    from zerda_eval.systems.run_file import RunFileSystem
+
+    raw = copy.deepcopy(raw)
+    for entry in raw.get("datasets", []) if isinstance(raw.get("datasets"), list) else []:
+        if isinstance(entry, dict) and "path" in entry:
+            entry["path"] = joined(entry["path"])
+    for entry in raw.get("systems", []) if isinstance(raw.get("systems"), list) else []:
+        if not (isinstance(entry, dict) and entry.get("family") == RunFileSystem.family):
+            continue
+        for key in ("params", "grid"):
+            table = entry.get(key)
+            if isinstance(table, dict) and "path" in table:
+                value = table["path"]
+                table["path"] = (
+                    [joined(v) for v in value] if key == "grid" and isinstance(value, list) else joined(value)
+                )
+    return raw
 
 
 def resolve_experiment(raw: Mapping[str, Any], source: str) -> ExperimentSpec:
