@@ -113,10 +113,10 @@ class ExperimentSpec:
         return dataclasses.replace(self, cells=cells, grid_cells=self.every_cell)
 
 
-def library_versions() -> dict[str, str]:
-    """Installed versions of ``RESULT_LIBRARIES`` ("absent" when not installed)."""
+def library_versions(names: tuple[str, ...] = RESULT_LIBRARIES) -> dict[str, str]:
+    """Installed versions of the distributions ``names`` ("absent" when not installed)."""
     versions = {}
-    for name in RESULT_LIBRARIES:
+    for name in names:
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -419,12 +419,15 @@ def _cell(kind: str, dataset: dict, part: dict, extra: dict, common: dict, datas
     """One cell: its resolved config (``kind``, dataset, the system or fusion ``part``, ...) and its hash."""
     from zerda_eval.spec.code_fingerprint import code_fingerprint
     from zerda_eval.systems import family_class
+    from zerda_eval.systems.libraries import optional_libraries
 
     if kind == "system":
         family = family_class(part["family"], "")
         root = family.__module__
         content = family.content_key(part["params"], dataset_label, f"{source}: system {part['label']!r}")
         part = {**part, "content": content} if content else part
+        # the optional libraries it runs (torch, onnxruntime, faiss, ...): a new version is a new cell
+        common = {**common, "versions": {**common["versions"], **library_versions(optional_libraries(part["params"]))}}
     else:
         root = TUNING_MODULE if kind == TUNED else "zerda_eval.fusion.methods"
     config = {"kind": kind, "dataset": dataset, kind: part, **extra, **common, "code": code_fingerprint(root)}
