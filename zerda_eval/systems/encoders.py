@@ -85,16 +85,18 @@ def corpus_vectors(
     ``neural`` is resolved first (``resolve_embedder``), so it shares vectors, in memory and on disk,
     with the model it names.
     """
-    from zerda_eval.hashing import texts_sha256
+    from zerda_eval.hashing import content_hash, texts_sha256
     from zerda_eval.store.build_costs import costed, record_build
 
     embedder_name = resolve_embedder(embedder_name, texts)
-    key = (embedder_name, dim, texts_sha256(texts), cache_dir, analysis)
+    corpus = texts_sha256(texts)
+    key = (embedder_name, dim, corpus, cache_dir, analysis)
+    entry = f"corpus vectors {content_hash([embedder_name, dim, corpus, repr(analysis)])[:16]} ({embedder_name})"
     if key not in _SHARED:
         _SHARED.clear()  # keep one corpus's vectors: a grid runs dataset by dataset
-        _SHARED[key] = costed(lambda: CorpusVectors(embedder_name, dim, texts, cache_dir, analysis))
+        _SHARED[key] = costed(lambda: CorpusVectors(embedder_name, dim, texts, cache_dir, analysis), entry)
     else:  # reused in memory: the cell's index_build_s still counts what the vectors cost from scratch
-        record_build(_SHARED[key][1], 0.0)
+        record_build(_SHARED[key][1], 0.0, entry)
     return _SHARED[key][0]
 
 
