@@ -39,7 +39,9 @@ from zerda_eval.report.tables import (
 TEST_NAMES = {"t-test": "paired t-test", "fisher": "randomisation (Fisher) test"}
 EFFICIENCY_NOTE = (
     "A fusion's index time and latency include its inputs' (run one after the other); the parallel columns "
-    "take its slowest input instead (inputs side by side). peak RSS is the process's resident high-water "
+    "take its slowest input instead (inputs side by side). A fusion's or tuned row's index time and build "
+    "time count a store entry its cells share (one corpus encoding, one BM25 index) once (result.json: "
+    "builds_counted_once). peak RSS is the process's resident high-water "
     "mark during the cell (reset at the cell's start on Linux; a fusion: its largest input or the fusing step). "
     f'"{NOT_MEASURED}": the cell timed nothing of its own (a run file, or a fusion over one).'
 )
