@@ -3,7 +3,8 @@
 Every plot answers one question and is drawn at the size it is read at: at most ``MAX_WIDTH_IN``
 inches wide (a page at 96 CSS px per inch shows it unscaled in a 1280 px window and on GitHub), 9-10 pt
 text, systems named by their short labels (``labels.short_labels``), labels horizontal, the baseline
-marked, legends outside the data. The PNG is rendered at ``DPI`` (1.5x) and shown at ``CSS_DPI``, so
+marked, legends outside the data. Plots are deterministic: a fixed SVG hash salt and no dates in the
+metadata, so the same numbers give the same bytes. The PNG is rendered at ``DPI`` (1.5x) and shown at ``CSS_DPI``, so
 it stays sharp on high-density screens; ``Figure.width`` is its display width in CSS pixels.
 
 Labels go through ``plot_label``: matplotlib draws Arabic glyphs (DejaVu Sans has them) but neither
@@ -59,8 +60,10 @@ plt.rcParams.update(
         "legend.fontsize": 9,
         "axes.grid": True,
         "grid.alpha": 0.3,
+        "svg.hashsalt": "zerda-eval",  # fixed clip-path and glyph ids: the same plot is the same SVG bytes
     }
 )
+UNDATED = {"svg": {"Date": None}, "png": {}}  # no date in a plot's metadata: regenerated plots stay identical
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,8 @@ def _save(fig: plt.Figure, out_dir: Path, name: str, caption: str) -> Figure:
     size = (0, 0)
     for path, options in ((png, {"dpi": DPI}), (svg, {})):  # atomically: a failure leaves no truncated file
         buffer = io.BytesIO()
-        fig.savefig(buffer, format=path.suffix[1:], bbox_inches="tight", **options)
+        kind = path.suffix[1:]
+        fig.savefig(buffer, format=kind, bbox_inches="tight", metadata=UNDATED[kind], **options)
         atomic_write_bytes(path, buffer.getvalue())
         if path is png:
             size = png_size(buffer.getvalue())
