@@ -23,6 +23,7 @@ from zerda_eval.analysis.studies import run_studies
 from zerda_eval.analysis.studies.base import FinishedRun
 from zerda_eval.evaluation.efficiency import NOT_MEASURED
 from zerda_eval.report import plots
+from zerda_eval.report.explorer import Explorer, explorer_block
 from zerda_eval.report.tables import (
     MARKERS,
     RunData,
@@ -73,7 +74,7 @@ class Contents:
     entries: tuple[tuple[int, str, str], ...]
 
 
-Block = Heading | Paragraph | Code | Table | plots.Figure | Contents
+Block = Heading | Paragraph | Code | Table | plots.Figure | Contents | Explorer
 
 
 def anchor_of(text: str) -> str:
@@ -123,6 +124,9 @@ def build_document(data: RunData, plot_dir: Path) -> list[Block]:
         ]
     if not comparisons.empty:
         blocks += _comparisons(data, comparisons, plot_dir)
+    explorer = explorer_block(data)
+    if explorer is not None:
+        blocks += [Heading(2, "Per-query explorer"), explorer]
     blocks += _quality_latency(data, plot_dir)
     sweeps = [plots.sweep_curves(data.results, data.measures[0], param, xlabel, plot_dir) for param, xlabel in SWEEPS]
     if any(sweeps):
