@@ -143,7 +143,7 @@ SCRIPT = """
   function mark(grade) {
     const span = document.createElement("span");
     span.className = "grade " + (grade === undefined ? "unjudged" : grade > 0 ? "rel" : "nonrel");
-    span.textContent = grade === undefined ? "unjudged" : grade > 0 ? "relevant " + grade : "judged 0";
+    span.textContent = grade === undefined ? "unjudged" : (grade > 0 ? "relevant " : "judged ") + grade;
     return span;
   }
   function topList(d, system, q, title) {
@@ -153,7 +153,7 @@ SCRIPT = """
     const list = document.createElement("ol");
     for (const doc of d.top[system][q]) {
       const item = document.createElement("li");
-      item.append(mark(d.grades[q][String(doc)]), d.docs[doc]);
+      item.append(mark(d.grades[q][String(doc)]), " ", d.docs[doc]);
       list.append(item);
     }
     if (!d.top[system][q].length) {
