@@ -43,6 +43,7 @@ from zerda_eval.report.tables import RunData, Table, comparison_table, metric_ta
 from zerda_eval.spec.experiment import DEFAULT_SEED
 from zerda_eval.spec.tuning import DEFAULT_FOLDS
 from zerda_eval.store import run_files
+from zerda_eval.store.run_files import integer_grade
 
 WEIGHT_STEP = 0.1  # optimize_fusion's default weights grid: every weight vector in steps of 0.1 summing to 1
 DATASET = "runs"  # the dataset label of an in-memory comparison (one set of qrels)
@@ -75,10 +76,11 @@ def as_qrels(qrels: Any, where: str = "qrels") -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for qid, docs in qrels.items():
         for doc_id, grade in docs.items():
-            if isinstance(grade, float) and grade.is_integer():
-                grade = int(grade)
-            if not isinstance(grade, int) or isinstance(grade, bool):
-                raise DataFormatError(f"{where}: query {qid!r}, doc {doc_id!r}: grade {grade!r} is not an integer")
+            grade = integer_grade(grade)
+            if grade is None:
+                raise DataFormatError(
+                    f"{where}: query {qid!r}, doc {doc_id!r}: grade {docs[doc_id]!r} is not an integer"
+                )
             out.setdefault(str(qid), {})[str(doc_id)] = grade
     return out
 

@@ -19,6 +19,7 @@ tie-break); a run is written in the tie-break order (``evaluation.ranking``), TR
 from __future__ import annotations
 
 import json
+import numbers
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,17 @@ from zerda_eval.store.run_dir import RUN_TAG, format_trec, read_trec
 KINDS = ("trec", "json", "parquet")
 PARQUET_COLUMNS = ("q_id", "doc_id", "score")  # ranx's Run/Qrels.from_parquet defaults
 Qrels = dict[str, dict[str, int]]
+
+
+def integer_grade(value: Any) -> int | None:
+    """A judgement grade as an int (an integral float or numpy integer too), None if it is not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real) and float(value).is_integer():
+        return int(value)
+    return None
 
 
 def file_kind(path: str | Path, kind: str | None = None) -> str:
@@ -79,10 +91,9 @@ def read_qrels(path: str | Path, kind: str | None = None) -> Qrels:
     qrels: Qrels = {}
     records = _trec_qrels(path) if kind == "trec" else _records(path, kind, "grade")
     for qid, doc_id, grade in records:
-        if isinstance(grade, float) and grade.is_integer():
-            grade = int(grade)
-        if not isinstance(grade, int) or isinstance(grade, bool):
-            raise DataFormatError(f"{path}: query {qid!r}, doc {doc_id!r}: grade {grade!r} is not an integer")
+        value, grade = grade, integer_grade(grade)
+        if grade is None:
+            raise DataFormatError(f"{path}: query {qid!r}, doc {doc_id!r}: grade {value!r} is not an integer")
         judged = qrels.setdefault(qid, {})
         if judged.setdefault(doc_id, grade) != grade:
             raise DataFormatError(

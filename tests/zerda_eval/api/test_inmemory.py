@@ -211,6 +211,16 @@ def test_run_and_qrels_files_round_trip_through_ranx(tmp_path, suffix):
     assert ze.read_qrels(qrels_path, as_ranx=True).to_dict() == qrels
 
 
+def test_numpy_grades_and_scores_are_accepted():
+    import numpy as np
+
+    qrels = {"q": {"a": np.int64(2), "b": 1.0}}
+    assert ze.evaluate(qrels, {"q": {"a": np.float32(1.0), "b": 0.5}}, ["P(rel=2)@1", "NumRel"]) == {
+        "P(rel=2)@1": 1.0,
+        "NumRel": 2.0,
+    }
+
+
 def test_bad_files_and_inputs_are_one_line_errors(tmp_path):
     (tmp_path / "q.txt").write_text("q1 0 d1 high\n", encoding="utf-8")
     with pytest.raises(DataFormatError, match=r"q.txt:1: expected 'qid iter docid grade'"):
