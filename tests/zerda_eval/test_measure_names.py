@@ -136,7 +136,7 @@ def test_hand_computed_bpref_judged_and_thresholds():
         ("P", "needs a cutoff"),
         ("Rprec@10", "takes no cutoff: write Rprec"),
         ("nDCG(rel=2)@10", "takes no (rel=N) threshold"),
-        ("NDCG@10", "unknown measure 'NDCG@10' (did you mean 'nDCG'?)"),
+        ("NDCG@10", "unknown measure 'NDCG@10' (did you mean 'nDCG@10'?)"),
         ("P(rel=0)@10", "unknown measure"),
         ("ndcg@0", "unknown measure"),
     ],

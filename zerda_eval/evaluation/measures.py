@@ -96,9 +96,10 @@ def parse_measure(name: str, where: str = "") -> Measure:
     row = MEASURE_NAMES.get(match.group("name")) if match else None
     location = f"{where}: " if where else ""
     if row is None:
-        base = match.group("name") if match else str(name)
+        suffix = str(name)[len(match.group("name")) :] if match else ""
+        hint = did_you_mean(str(name), [known + suffix for known in MEASURE_NAMES])  # 'ndgc@10' -> 'ndcg@10'
         raise ConfigError(
-            f"{location}unknown measure {name!r}{did_you_mean(base, MEASURE_NAMES)}; allowed: "
+            f"{location}unknown measure {name!r}{hint}; allowed: "
             f"{', '.join(MEASURE_NAMES)} as name, name@k or name(rel=N)@k with k, N >= 1 "
             f"(e.g. {', '.join(MEASURE_EXAMPLES)})"
         )
