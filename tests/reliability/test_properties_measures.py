@@ -11,7 +11,7 @@ import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zerda_eval.evaluation.measures import evaluate_run, aggregate_values
+from zerda_eval.evaluation.measures import aggregate_values, evaluate_run
 from zerda_eval.evaluation.ranking import tie_break
 
 SETTINGS = settings(max_examples=60, deadline=None)

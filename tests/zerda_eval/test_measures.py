@@ -14,7 +14,7 @@ import pytest
 
 from zerda_eval.errors import RunError
 from zerda_eval.evaluation.efficiency import Efficiency
-from zerda_eval.evaluation.measures import DEFAULT_MEASURES, evaluate_run, aggregate_values
+from zerda_eval.evaluation.measures import DEFAULT_MEASURES, aggregate_values, evaluate_run
 from zerda_eval.evaluation.ranking import ranked_arrays, tie_break, top_doc_ids
 
 
