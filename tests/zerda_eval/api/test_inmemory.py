@@ -109,6 +109,8 @@ def test_evaluate_equals_the_grid_means_and_per_query_values(grid):
     assert (
         ze.evaluate(qrels, results.run("bm25"), "nDCG@10") == results.table.set_index("system").loc["bm25", "nDCG@10"]
     )
+    bm25 = results.run("bm25")
+    assert ze.evaluate(RanxQrels(qrels), bm25, MEASURES) == ze.evaluate(qrels, bm25, MEASURES)  # ranx's Qrels in
 
 
 def test_compare_equals_the_grid_comparison(grid):
