@@ -144,3 +144,25 @@ def test_hand_computed_bpref_judged_and_thresholds():
 def test_a_bad_name_is_one_config_error(name, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         parse_measure(name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dataset_id", ["cranfield", "vaswani", "beir/scifact/test", "quranqa23/taskA/train+dev"])
+def test_every_name_equals_trec_eval_on_real_bm25_runs(dataset_id):
+    from zerda_eval.datasets import load_collection
+    from zerda_eval.systems import build_system
+
+    collection = load_collection(dataset_id)
+    system = build_system("zerda.keyword", {"engine": "fast"})
+    system.index(collection)
+    run = {qid: tie_break(r) for qid, r in system.search(collection.queries, 100).items()}
+    qrels = {qid: dict(docs) for qid, docs in collection.qrels.items() if docs}
+    names = [*REFERENCE, *JUDGED]
+    values = evaluate_run(run, qrels, names)
+    for name in names:
+        if name in JUDGED:
+            reference = judged_rate(run, qrels, int(name.split("@")[1]))
+        else:
+            reference = trec_eval_value(run, qrels, *REFERENCE[name])
+        worst = max(abs(values[name][qid] - reference[qid]) for qid in qrels)
+        assert worst < 1e-12, (dataset_id, name, worst)
