@@ -8,6 +8,14 @@ The public API (loaded on first use, so ``import zerda_eval`` stays light)::
     list_datasets    the bundled datasets
     load_collection  a test collection by ir_datasets id or folder
     fuse_runs        fuse runs ({qid: [(doc_id, score), ...]}) with any fusion method
+
+The in-memory calls of ranx and ir_measures users (``zerda_eval.inmemory``, the grid's own code)::
+
+    evaluate         measures of a run against qrels (dicts or ranx objects), means or per query
+    compare          runs against a baseline: tests, correction, tables (markdown, LaTeX, HTML)
+    fuse             fuse runs with any fusion method
+    optimize_fusion  a fusion's parameters by held-out grid search (k folds)
+    read_run, write_run, read_qrels, write_qrels   TREC, ranx JSON and Parquet files
     ZerdaEvalError   the base of every one-line error the harness raises
 
 Importing the package registers the bundled collections with ``ir_datasets`` (so that
@@ -71,6 +79,10 @@ _PUBLIC = {
     "list_datasets": "zerda_eval.datasets",
     "load_collection": "zerda_eval.datasets",
     "fuse_runs": "zerda_eval.fusion",
+    **dict.fromkeys(
+        ("evaluate", "compare", "fuse", "optimize_fusion", "read_run", "write_run", "read_qrels", "write_qrels"),
+        "zerda_eval.inmemory",
+    ),
 }
 
 __all__ = [*_PUBLIC, "ZerdaEvalError", "__version__"]

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import logging
 import os
 import signal
 import sys
 import traceback
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -254,8 +255,24 @@ def _scheduler(args: argparse.Namespace) -> Scheduler:
 def _datasets(args: argparse.Namespace) -> int:
     from zerda_eval.datasets import list_datasets
 
-    print(list_datasets().to_string(index=False))
+    with _no_progress_bars():
+        table = list_datasets()
+    print(table.to_string(index=False))
     return EXIT_OK
+
+
+@contextlib.contextmanager
+def _no_progress_bars() -> Iterator[None]:
+    """Every tqdm bar disabled inside: ir_datasets draws one per docstore it builds on first use, which would
+    come before the table. tqdm reads ``TQDM_DISABLE`` only when imported (already done), hence the patch."""
+    import tqdm
+
+    original = tqdm.tqdm.__init__
+    tqdm.tqdm.__init__ = functools.partialmethod(original, disable=True)
+    try:
+        yield
+    finally:
+        tqdm.tqdm.__init__ = original
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -276,11 +293,22 @@ def _systems(args: argparse.Namespace) -> int:
         if args.name not in set(table["name"]):
             raise ConfigError(unknown_value_message("system family or fusion method", args.name, set(table["name"])))
         table = table[table["name"] == args.name]
+    counts = table["allowed"].value_counts()
+    shared: dict[str, str] = {}  # a long list of allowed values that several parameters share -> its name
+    for parameter, allowed in zip(table["parameter"], table["allowed"], strict=True):
+        if counts[allowed] > 1 and len(allowed) > SHARED_VALUES_MIN_CHARS:
+            shared.setdefault(allowed, f"{parameter} values")
     for (kind, name, description), rows in table.groupby(["kind", "name", "description"], sort=False):
         print(f"{name}  ({kind}) {description}")
         for _, row in rows.iterrows():
-            print(f"    {row['parameter']} = {row['default']}  [{row['allowed']}]  {row['help']}")
+            allowed = f"{shared[row['allowed']]}: below" if row["allowed"] in shared else row["allowed"]
+            print(f"    {row['parameter']} = {row['default']}  [{allowed}]  {row['help']}")
+    for allowed, label in shared.items():
+        print(f"\n{label}: {allowed}")
     return EXIT_OK
+
+
+SHARED_VALUES_MIN_CHARS = 80  # `systems` prints a longer list of allowed values once, after the families
 
 
 COMMANDS = {"run": _run, "datasets": _datasets, "report": _report, "systems": _systems}

@@ -41,7 +41,7 @@ LAYERS = (
     ("zerda_eval.execution",),
     ("zerda_eval.analysis",),
     ("zerda_eval.report",),
-    ("zerda_eval.api",),
+    ("zerda_eval.api", "zerda_eval.inmemory"),
     ("zerda_eval.cli", "zerda_eval.__main__", "zerda_eval"),
 )
 # The shared core below the embedders, the embedders below the two seed APIs (zerda's vector backends

@@ -15,9 +15,12 @@ SYSTEM = '\n[[systems]]\nname = "b"\nfamily = "zerda.keyword"\n'
 
 CASES = [
     ('path = "cisi"\nformat = "jsonl"', "datasets[1].format: format='jsonl' is invalid; use one of beir, trec"),
-    ('path = "nowhere"', "datasets[1].path: folder nowhere does not exist; fix path"),
+    ('path = "nowhere"', "datasets[1].path: folder experiments/nowhere does not exist; fix path"),
     ('path = "cisi"\nformat = "trec"', "datasets[1].path: no corpus file (looked for corpus.jsonl, corpus.tsv) in"),
-    ('path = "cisi"\ncorpus = "docs.jsonl"', "datasets[1].corpus: no corpus file (looked for docs.jsonl) in cisi"),
+    (
+        'path = "cisi"\ncorpus = "docs.jsonl"',
+        "datasets[1].corpus: no corpus file (looked for docs.jsonl) in experiments/cisi",
+    ),
     ('id = "beir/scifact/test"\nnormalization = "heavy"', "datasets[1].normalization: normalization='heavy' is"),
     ('id = "beir/scifact/test"\nstemmer = "porter"', "datasets[1].stemmer: unknown option 'stemmer'"),
     ('id = "quranqa23/taskA/dev"\nno_answer = "skip"', "datasets[1].no_answer: no_answer='skip' is invalid"),
@@ -27,8 +30,7 @@ CASES = [
 
 @pytest.mark.parametrize(("entry", "expected"), CASES, ids=[c[1].split(":")[0] + str(i) for i, c in enumerate(CASES)])
 def test_a_dataset_mistake_names_file_and_key_path(entry, expected, tmp_path, monkeypatch, capsys):
-    (tmp_path / "cisi").mkdir()
-    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "cisi").mkdir(parents=True)  # a relative path is read from the file's folder
     config = tmp_path / "experiments" / "x.toml"
     config.write_text(HEADER + entry + "\n" + SYSTEM, encoding="utf-8")
     monkeypatch.chdir(tmp_path)

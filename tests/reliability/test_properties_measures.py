@@ -11,7 +11,7 @@ import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zerda_eval.evaluation.measures import evaluate_run, mean_values
+from zerda_eval.evaluation.measures import aggregate_values, evaluate_run
 from zerda_eval.evaluation.ranking import tie_break
 
 SETTINGS = settings(max_examples=60, deadline=None)
@@ -64,7 +64,7 @@ def test_measures_equal_trec_eval_with_ties_and_empty_lists(qrels, run):
             assert ours[measure][qid] == pytest.approx(reference[measure][qid], abs=1e-9), (measure, qid)
             assert 0.0 <= ours[measure][qid] <= 1.0
     # The mean is over every judged query: a query the system missed counts as 0 (ranx #51/#67).
-    means = mean_values(ours)
+    means = aggregate_values(ours)
     for measure in MEASURES:
         assert means[measure] == pytest.approx(sum(reference[measure].values()) / len(qrels), abs=1e-9)
 

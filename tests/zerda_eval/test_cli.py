@@ -99,3 +99,33 @@ def test_the_run_summary_says_not_measured_for_costs_and_a_dash_for_measures_a_d
     lines = _summary(table).splitlines()
     assert lines[1].split()[:4] == ["q", "ext", "0.5000", "-"] and lines[1].count("not measured") == 3
     assert lines[2].split() == ["q", "bm25", "0.2500", "0.7500", "1.0000", "2.0000", "3.0000"]
+
+
+def test_datasets_prints_its_table_and_no_progress_bars(tmp_path):
+    # a fresh ir_datasets home: every docstore is built on the way, which draws tqdm bars unless silenced
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "IR_DATASETS_HOME": str(tmp_path / "ir_datasets"), "PYTHONPATH": str(root)}
+    env.pop("TQDM_DISABLE", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "zerda_eval", "datasets"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert done.stdout.split()[:3] == ["name", "language", "docs"] and "beir/scifact/test" in done.stdout
+
+
+def test_systems_lists_a_long_value_list_once(capsys):
+    from zerda_eval.api import describe_systems
+
+    assert main(["systems"]) == 0
+    out = capsys.readouterr().out
+    families = set(describe_systems().query("parameter == 'stemmer'")["name"])
+    assert len(families) > 3  # the stemmer list is shared by many families...
+    assert out.count("'yiddish'") == 1  # ...and printed once
+    stemmer_lines = [line for line in out.splitlines() if line.strip().startswith("stemmer = ")]
+    assert len(stemmer_lines) == len(families) and all("'yiddish'" not in line for line in stemmer_lines)

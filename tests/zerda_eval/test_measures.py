@@ -14,7 +14,7 @@ import pytest
 
 from zerda_eval.errors import RunError
 from zerda_eval.evaluation.efficiency import Efficiency
-from zerda_eval.evaluation.measures import DEFAULT_MEASURES, evaluate_run, mean_values
+from zerda_eval.evaluation.measures import DEFAULT_MEASURES, aggregate_values, evaluate_run
 from zerda_eval.evaluation.ranking import ranked_arrays, tie_break, top_doc_ids
 
 
@@ -44,7 +44,7 @@ def test_hand_computed_example():
     assert values["precision@2"]["q1"] == pytest.approx(0.5)
     # q2 returned nothing: it scores 0 and still counts in the mean (ranx #51/#67).
     assert all(values[m]["q2"] == 0.0 for m in values)
-    assert mean_values(values)["mrr@3"] == pytest.approx(0.25)
+    assert aggregate_values(values)["mrr@3"] == pytest.approx(0.25)
 
 
 def test_query_missing_from_run_counts_as_zero():

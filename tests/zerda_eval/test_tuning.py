@@ -131,6 +131,10 @@ def test_folds_are_deterministic_per_seed_and_cover_every_query_once():
         ("[tuning]\nfolds = 1\n", "[tuning].folds: give at least 2 folds"),
         ('[tuning]\nmeasure = "map@10"\n', "map@10 is not a measure of dataset 'test'"),
         ('[tuning]\ntrain = { "test" = "tran" }\n', "did you mean 'train'"),
+        (
+            '[tuning]\ntrain = { "test" = "beir/scifact/train" }\n',
+            "'beir/scifact/train' must be listed in [[datasets]]",
+        ),
         ('[tuning]\ntrain = { "test" = "test" }\n', "cannot be its own train split"),
     ],
 )

@@ -156,6 +156,16 @@ def bootstrap_ci(
     return float(low), float(high)
 
 
+def describe_test(test: str, n_permutations: int = DEFAULT_PERMUTATIONS, seed: int = DEFAULT_SEED) -> str:
+    """What ``run_test(test, ...)`` runs, in words, for the report."""
+    if test == "t-test":
+        return "paired Student's t-test, two-sided (scipy.stats.ttest_rel)"
+    return (
+        f"randomisation (Fisher) test, two-sided: {n_permutations} sign-flip permutations of the per-query "
+        f"differences, seed {seed} (exact when 2^n <= permutations)"
+    )
+
+
 def run_test(
     test: str, aligned: Aligned, n_permutations: int = DEFAULT_PERMUTATIONS, seed: int = DEFAULT_SEED
 ) -> float:

@@ -4,72 +4,154 @@ ranx and trec_eval order tied scores differently (trec_eval: score desc, then do
 whatever its sort yields), which moved MAP@100 by up to 2e-3 on the small Arabic sets. So every run
 is first put in ONE order (``TIE_BREAK``: score descending, then doc id ascending); the measures are
 then computed on that ranking by one compiled kernel (``evaluation.kernel``) that follows trec_eval's
-arithmetic, and equal pytrec_eval's values on the same ranking to 1e-12. Measure names are ranx's
-(``ndcg@10``, ``mrr@10``, ``recall@100``, ``map@100``, ``precision@10``).
+arithmetic, and equal pytrec_eval's values on the same ranking to 1e-12.
 
-Queries: the mean is over ALL judged queries. A judged query the system returned nothing for scores
-0 on every measure.
+Names: ``MEASURE_NAMES`` is the one name table. It accepts ranx's names (``ndcg@10``, ``mrr@10``,
+``recall@100``, ``map@100``, ``precision@10``) and ir_measures' (``nDCG@10``, ``AP@100``, ``RR@10``,
+``R@100``, ``P@10``, ``Judged@10``, ``Success@10``, ``Rprec``, ``Bpref``, ``nDCG``, ``AP``, ``NumRet``,
+``NumRel``, ``NumRelRet``), the latter with a relevance threshold where ir_measures takes one
+(``P(rel=2)@10``: a doc is relevant when graded >= 2, trec_eval's ``-l 2``). docs/MEASURES.md says which
+trec_eval measure each name is.
+
+Queries: a measure aggregates over ALL judged queries (the mean; the counts ``NumRet``, ``NumRel``,
+``NumRelRet`` are summed, as trec_eval's and ir_measures' summaries do). A judged query the system
+returned nothing for is evaluated on an empty ranking: 0 on every measure but ``NumRel``.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from itertools import chain, repeat
+from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
 
+from zerda_eval.errors import ConfigError, did_you_mean
 from zerda_eval.evaluation.ranking import Run, tie_break, top_doc_ids
 
-MEASURE_FAMILIES = ("ndcg", "mrr", "recall", "map", "precision")  # codes 0..4 of ``evaluation.kernel``
-MEASURE_PATTERN = re.compile(rf"^({'|'.join(MEASURE_FAMILIES)})@([1-9][0-9]*)$")
+# The kernel's families, in the order of its codes (``evaluation.kernel``: NDCG = 0, ...).
+KERNEL_FAMILIES = (
+    *("ndcg", "rr", "recall", "ap", "precision", "judged"),
+    *("success", "rprec", "bpref", "num_ret", "num_rel", "num_rel_ret"),
+)
+REQUIRED, OPTIONAL, NONE = "required", "optional", "none"  # whether a name takes a cutoff ``@k``
+
+
+@dataclass(frozen=True)
+class MeasureName:
+    """A row of the name table: which kernel family a name is, what it takes, and its trec_eval twin."""
+
+    family: str  # one of KERNEL_FAMILIES
+    cutoff: str  # REQUIRED, OPTIONAL or NONE
+    takes_rel: bool  # accepts ``(rel=N)``
+    trec_eval: str  # the trec_eval measure (``k``: the cutoff; ``-l N``: the relevance threshold)
+    sums: bool = False  # aggregated by a sum over queries (the counts), else by the mean
+
+
+MEASURE_NAMES: dict[str, MeasureName] = {
+    # ranx's names (today's; relevant = graded >= 1)
+    "ndcg": MeasureName("ndcg", REQUIRED, False, "ndcg_cut.k"),
+    "mrr": MeasureName("rr", REQUIRED, False, "recip_rank on the ranking cut at k"),
+    "recall": MeasureName("recall", REQUIRED, False, "recall.k"),
+    "map": MeasureName("ap", REQUIRED, False, "map_cut.k"),
+    "precision": MeasureName("precision", REQUIRED, False, "P.k"),
+    # ir_measures' names
+    "nDCG": MeasureName("ndcg", OPTIONAL, False, "ndcg_cut.k; without @k: ndcg"),
+    "AP": MeasureName("ap", OPTIONAL, True, "map_cut.k; without @k: map"),
+    "RR": MeasureName("rr", OPTIONAL, True, "recip_rank (on the ranking cut at k)"),
+    "R": MeasureName("recall", REQUIRED, True, "recall.k"),
+    "P": MeasureName("precision", REQUIRED, True, "P.k"),
+    "Success": MeasureName("success", REQUIRED, True, "success.k"),
+    "Judged": MeasureName("judged", REQUIRED, False, "(num_rel_ret + num_nonrel_judged_ret) / num_ret, cut at k"),
+    "Rprec": MeasureName("rprec", NONE, True, "Rprec"),
+    "Bpref": MeasureName("bpref", NONE, True, "bpref"),
+    "NumRet": MeasureName("num_ret", NONE, False, "num_ret", sums=True),
+    "NumRel": MeasureName("num_rel", NONE, True, "num_rel", sums=True),
+    "NumRelRet": MeasureName("num_rel_ret", NONE, True, "num_rel_ret", sums=True),
+}
+MEASURE_PATTERN = re.compile(r"^(?P<name>[A-Za-z]+)(?:\(rel=(?P<rel>[1-9][0-9]*)\))?(?:@(?P<cutoff>[1-9][0-9]*))?$")
 DEFAULT_MEASURES = ("ndcg@10", "mrr@10", "recall@100", "map@100", "precision@10")
 ANSWERABLE_PREFIX = "answerable:"
+MEASURE_EXAMPLES = ("ndcg@10", "nDCG@10", "AP", "P(rel=2)@10", "R@100", "Judged@10", "Bpref")
 
 Qrels = Mapping[str, Mapping[str, int]]
 
 
-def is_measure(name: str) -> bool:
-    """True for the measure names this harness reports: ``family@k`` with k >= 1."""
-    return MEASURE_PATTERN.match(name) is not None
+@dataclass(frozen=True)
+class Measure:
+    """A parsed measure name: its kernel family, cutoff (None: the whole ranking) and relevance threshold."""
+
+    name: str
+    family: str
+    cutoff: int | None
+    rel: int
+    sums: bool
+
+
+def parse_measure(name: str, where: str = "") -> Measure:
+    """The measure a name means (``ConfigError`` naming it and ``where`` when the table has no such name)."""
+    match = MEASURE_PATTERN.match(name) if isinstance(name, str) else None
+    row = MEASURE_NAMES.get(match.group("name")) if match else None
+    location = f"{where}: " if where else ""
+    if row is None:
+        suffix = str(name)[len(match.group("name")) :] if match else ""
+        hint = did_you_mean(str(name), [known + suffix for known in MEASURE_NAMES])  # 'ndgc@10' -> 'ndcg@10'
+        raise ConfigError(
+            f"{location}unknown measure {name!r}{hint}; allowed: "
+            f"{', '.join(MEASURE_NAMES)} as name, name@k or name(rel=N)@k with k, N >= 1 "
+            f"(e.g. {', '.join(MEASURE_EXAMPLES)})"
+        )
+    cutoff, rel = match.group("cutoff"), match.group("rel")
+    if cutoff is None and row.cutoff == REQUIRED:
+        raise ConfigError(f"{location}measure {name!r} needs a cutoff, e.g. {name}@10")
+    if cutoff is not None and row.cutoff == NONE:
+        raise ConfigError(f"{location}measure {name!r} takes no cutoff: write {name.split('@')[0]}")
+    if rel is not None and not row.takes_rel:
+        raise ConfigError(f"{location}measure {name!r} takes no (rel=N) threshold")
+    return Measure(name, row.family, None if cutoff is None else int(cutoff), 1 if rel is None else int(rel), row.sums)
 
 
 def evaluate_run(run: Run, qrels: Qrels, measures: Sequence[str]) -> dict[str, dict[str, float]]:
     """Per-query values ``{measure: {qid: value}}`` for every judged query (tie-break applied here).
 
     Queries in the run but not in the qrels are ignored (they are unjudged); judged queries the run
-    misses or answers with nothing score 0. The rankings become flat arrays once (each ranked doc's
-    judged grade, cut at the deepest cutoff, with per-query offsets) and one kernel call computes
-    every measure of every query; numba is imported (and the kernel loaded) only here.
+    misses are evaluated on an empty ranking. The rankings become flat arrays once (each ranked doc's
+    judged grade, NaN when unjudged, cut at the deepest cutoff, with per-query offsets) and one kernel
+    call computes every measure of every query; numba is imported (and the kernel loaded) only here.
     """
     from zerda_eval.evaluation import kernel  # a module import: the code fingerprint does not load it either
 
+    parsed = [parse_measure(measure) for measure in measures]
     judged = {qid: docs for qid, docs in qrels.items() if docs}
     values = {measure: dict.fromkeys(judged, 0.0) for measure in measures}
-    scored = [qid for qid in judged if run.get(qid)]
-    if not scored or not measures:
+    if not judged or not measures:
         return values
-    parsed = [MEASURE_PATTERN.match(measure) for measure in measures]
-    if not all(parsed):
-        bad = next(m for m, p in zip(measures, parsed, strict=True) if p is None)
-        raise ValueError(f"unknown measure {bad!r}: expected one of {MEASURE_FAMILIES} as family@k, e.g. ndcg@10")
-    families = np.array([MEASURE_FAMILIES.index(p.group(1)) for p in parsed], dtype=np.int64)
-    cutoffs = np.array([int(p.group(2)) for p in parsed], dtype=np.int64)
-    depth = int(cutoffs.max())
-    ranked = top_doc_ids([run[qid] for qid in scored], depth)
-    offsets = _offsets(map(len, ranked), len(scored))
-    gains = np.fromiter(
-        chain.from_iterable(map(judged[qid].get, docs, repeat(0)) for qid, docs in zip(scored, ranked, strict=True)),
+    qids = list(judged)
+    rankings = [run.get(qid) or [] for qid in qids]
+    cutoffs = np.array([m.cutoff or kernel.NO_CUTOFF for m in parsed], dtype=np.int64)
+    whole = any(m.cutoff is None for m in parsed)
+    depth = max(map(len, rankings)) if whole else int(cutoffs.max())
+    ranked = top_doc_ids(rankings, max(depth, 1))
+    offsets = _offsets(map(len, ranked), len(qids))
+    nan = float("nan")
+    grades = np.fromiter(
+        chain.from_iterable(
+            (judged[qid].get(doc, nan) for doc in docs) for qid, docs in zip(qids, ranked, strict=True)
+        ),
         dtype=np.float64,
         count=int(offsets[-1]),
     )
-    ideal = [sorted((grade for grade in judged[qid].values() if grade > 0), reverse=True) for qid in scored]
-    ideal_offsets = _offsets(map(len, ideal), len(scored))
+    ideal = [sorted((grade for grade in judged[qid].values() if grade > 0), reverse=True) for qid in qids]
+    ideal_offsets = _offsets(map(len, ideal), len(qids))
     best = np.fromiter(chain.from_iterable(ideal), dtype=np.float64, count=int(ideal_offsets[-1]))
-    table = kernel.measure_kernel(gains, offsets, best, ideal_offsets, families, cutoffs)
+    n_judged = np.array([sum(grade >= 0 for grade in judged[qid].values()) for qid in qids], dtype=np.int64)
+    families = np.array([KERNEL_FAMILIES.index(m.family) for m in parsed], dtype=np.int64)
+    levels = np.array([m.rel for m in parsed], dtype=np.float64)
+    table = kernel.measure_kernel(grades, offsets, best, ideal_offsets, n_judged, families, cutoffs, levels)
     for measure, row in zip(measures, table.tolist(), strict=True):
-        values[measure].update(zip(scored, row, strict=True))
+        values[measure].update(zip(qids, row, strict=True))
     return values
 
 
@@ -95,7 +177,7 @@ def evaluate_collection(
     no_answer = collection.no_answer_qids & qrels.keys()
     if not no_answer:
         per_query = evaluate_run(run, qrels, measures)
-        return per_query, mean_values(per_query)
+        return per_query, aggregate_values(per_query)
     answerable = [qid for qid in qrels if qid not in no_answer]
     values = evaluate_run(run, {qid: qrels[qid] for qid in answerable}, measures)
     ranked_ids = {qid: [doc for doc, _ in tie_break(run.get(qid, []))] for qid in qrels}
@@ -103,15 +185,20 @@ def evaluate_collection(
     for measure in measures:
         scores = task_scores(values[measure], ranked_ids, collection)
         per_query[measure] = {qid: scores[qid] for qid in qrels}
-    means = mean_values(per_query)
-    means.update({ANSWERABLE_PREFIX + m: v for m, v in mean_values(values, answerable).items()})
+    means = aggregate_values(per_query)
+    means.update({ANSWERABLE_PREFIX + m: v for m, v in aggregate_values(values, answerable).items()})
     return per_query, means
 
 
-def mean_values(per_query: Mapping[str, Mapping[str, float]], qids: Sequence[str] | None = None) -> dict:
-    """Mean of each measure over ``qids`` (default: all queries of the per-query table)."""
-    means = {}
+def aggregate_values(per_query: Mapping[str, Mapping[str, float]], qids: Sequence[str] | None = None) -> dict:
+    """Each measure over ``qids`` (default: all queries of the per-query table): its mean, or its sum for
+    the counts (``NumRet``, ``NumRel``, ``NumRelRet``), as trec_eval's summary line gives them."""
+    summary = {}
     for measure, by_qid in per_query.items():
         keys = list(by_qid) if qids is None else list(qids)
-        means[measure] = float(np.mean([by_qid[q] for q in keys])) if keys else 0.0
-    return means
+        values = [by_qid[q] for q in keys]
+        if not values:
+            summary[measure] = 0.0
+        else:
+            summary[measure] = float(np.sum(values) if parse_measure(measure).sums else np.mean(values))
+    return summary

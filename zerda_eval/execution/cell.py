@@ -43,7 +43,13 @@ from zerda_eval.execution.tuning import train_overlap, tuned_run
 from zerda_eval.hashing import canonical_json
 from zerda_eval.spec.experiment import CellSpec
 from zerda_eval.spec.tuning import TUNED
-from zerda_eval.store.build_costs import counting_builds, rebuilding_caches
+from zerda_eval.store.build_costs import (
+    COUNTED_ONCE_KEY,
+    SHARED_KEY,
+    counted_once,
+    counting_builds,
+    rebuilding_caches,
+)
 from zerda_eval.store.run_dir import (
     cell_dir,
     cell_lock,
@@ -119,13 +125,18 @@ def _compute(
     run = _finish_run(run, collection, cell.config["depth"])
     per_query, means = evaluate_collection(run, collection, qids, cell.config["measures"])
     measured = asdict(efficiency)
-    if cell.kind != "system":  # what the cells it fuses (or, tuned, the cells it chose) cost from scratch
-        used = cell.inputs if cell.kind == "fusion" else stats["tuning"]["cells"]
-        build = sum(
-            figure((load_result(output_dir, cell_id) or {}).get("efficiency", {}).get(BUILD_COLUMN)) for cell_id in used
+    if cell.kind != "system":  # what the cells it fuses (or, tuned, the cells it chose) cost from scratch,
+        used = cell.inputs if cell.kind == "fusion" else stats["tuning"]["cells"]  # a shared entry once
+        results = [load_result(output_dir, cell_id) or {} for cell_id in used]
+        build, once = counted_once(
+            [figure(result.get("efficiency", {}).get(BUILD_COLUMN)) for result in results],
+            [result.get("stats", {}).get(SHARED_KEY, {}) for result in results],
+            "build_s",
         )
+        stats = {**stats, COUNTED_ONCE_KEY: once} if once else stats
     else:  # this run's wall time, with each store entry's recorded build time in place of its read time
         build = measured["index_time_s"] - costs.spent_s + costs.build_s
+        stats = {**stats, SHARED_KEY: costs.shared} if costs.shared else stats
     result = {
         "cell_id": cell.cell_id,
         "dataset": cell.dataset,
@@ -276,7 +287,9 @@ def _fuse(cell: CellSpec, output_dir: Path, queries: dict[str, str]) -> tuple[Ru
     peak = max([memory.peak_mb()] + [figure(result["efficiency"]["peak_rss_mb"]) for result in inputs])
     if any(math.isnan(t) for t in index_times):  # an input whose costs are not measured (a run file)
         return run, not_measured(), {"peak_rss_scope": "not measured", LATENCY_KEY: None}
-    efficiency = Efficiency.from_timings(sum(index_times), serial, peak, max(index_times), parallel)
+    shared = [result.get("stats", {}).get(SHARED_KEY, {}) for result in inputs]
+    index_time = counted_once(index_times, shared, "spent_s")[0]  # an entry the inputs share, once
+    efficiency = Efficiency.from_timings(index_time, serial, peak, max(index_times), parallel)
     stats = {
         "peak_rss_scope": "largest input cell or the fusing step",
         LATENCY_KEY: {qid: seconds * 1000.0 for qid, seconds in zip(queries, serial, strict=True)},

@@ -11,7 +11,9 @@ chosen cells' rankings and per-query latencies are read from their files, and th
 evaluated like any other.
 
 Efficiency of a tuned row: per query, the latency of the cell that answered it; index time, the sum of
-the distinct chosen cells' (each must be indexed to serve its fold); peak memory, the largest of them.
+the distinct chosen cells' (each must be indexed to serve its fold), a store entry they share (one
+corpus encoding under several grid points) counted once, as is its from-scratch build time
+(``stats["builds_counted_once"]`` names such entries); peak memory, the largest of them.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from zerda_eval.errors import RunError
 from zerda_eval.evaluation.efficiency import Efficiency, figure, not_measured
 from zerda_eval.evaluation.ranking import Run
 from zerda_eval.spec.experiment import CellSpec
+from zerda_eval.store.build_costs import SHARED_KEY, counted_once
 from zerda_eval.store.run_dir import load_result, read_cell_per_query, read_cell_run
 
 
@@ -143,4 +146,6 @@ def _efficiency(results: list[dict[str, Any]], picks: Mapping[str, int], qids: l
         return not_measured()
     peak = max(figure(results[i]["efficiency"]["peak_rss_mb"]) for i in chosen)
     seconds = [latencies[q] / 1000.0 for q in qids]
-    return Efficiency.from_timings(sum(index_times), seconds, peak, max(index_times))
+    shared = [results[i].get("stats", {}).get(SHARED_KEY, {}) for i in chosen]
+    index_time = counted_once(index_times, shared, "spent_s")[0]  # an entry the chosen cells share, once
+    return Efficiency.from_timings(index_time, seconds, peak, max(index_times))

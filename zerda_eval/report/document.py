@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from zerda_eval.analysis import significance as sig
 from zerda_eval.analysis.best import best_configurations
 from zerda_eval.analysis.compare import compare_to_baseline
 from zerda_eval.analysis.formatting import fmt
@@ -22,6 +23,7 @@ from zerda_eval.analysis.studies import run_studies
 from zerda_eval.analysis.studies.base import FinishedRun
 from zerda_eval.evaluation.efficiency import NOT_MEASURED
 from zerda_eval.report import plots
+from zerda_eval.report.explorer import Explorer, explorer_block
 from zerda_eval.report.tables import (
     MARKERS,
     RunData,
@@ -38,7 +40,9 @@ from zerda_eval.report.tables import (
 TEST_NAMES = {"t-test": "paired t-test", "fisher": "randomisation (Fisher) test"}
 EFFICIENCY_NOTE = (
     "A fusion's index time and latency include its inputs' (run one after the other); the parallel columns "
-    "take its slowest input instead (inputs side by side). peak RSS is the process's resident high-water "
+    "take its slowest input instead (inputs side by side). A fusion's or tuned row's index time and build "
+    "time count a store entry its cells share (one corpus encoding, one BM25 index) once (result.json: "
+    "builds_counted_once). peak RSS is the process's resident high-water "
     "mark during the cell (reset at the cell's start on Linux; a fusion: its largest input or the fusing step). "
     f'"{NOT_MEASURED}": the cell timed nothing of its own (a run file, or a fusion over one).'
 )
@@ -70,7 +74,7 @@ class Contents:
     entries: tuple[tuple[int, str, str], ...]
 
 
-Block = Heading | Paragraph | Code | Table | plots.Figure | Contents
+Block = Heading | Paragraph | Code | Table | plots.Figure | Contents | Explorer
 
 
 def anchor_of(text: str) -> str:
@@ -120,6 +124,9 @@ def build_document(data: RunData, plot_dir: Path) -> list[Block]:
         ]
     if not comparisons.empty:
         blocks += _comparisons(data, comparisons, plot_dir)
+    explorer = explorer_block(data)
+    if explorer is not None:
+        blocks += [Heading(2, "Per-query explorer"), explorer]
     blocks += _quality_latency(data, plot_dir)
     sweeps = [plots.sweep_curves(data.results, data.measures[0], param, xlabel, plot_dir) for param, xlabel in SWEEPS]
     if any(sweeps):
@@ -201,8 +208,8 @@ def _tests_note(data: RunData) -> str:
     spec = data.spec
     return (
         f"Per-query values are aligned by query id; a query missing from a run counts as 0 (a 'missing' column, "
-        f"baseline/system, appears when any was). Tests: {', '.join(TEST_NAMES[t] for t in spec.tests)} "
-        f"({spec.n_permutations} sign-flip permutations, seed {spec.seed}; exact below 2^n <= permutations). "
+        f"baseline/system, appears when any was). Tests: "
+        f"{'; '.join(sig.describe_test(t, spec.n_permutations, spec.seed) for t in spec.tests)}. "
         f"p-values corrected with {spec.correction} per dataset (raw ones in `Results.compare()`); bold = "
         f"significant at alpha {spec.alpha}. Delta = system minus baseline; CI = 95% percentile bootstrap of the "
         "mean delta; Cohen's d for paired samples. The plots use the first tested measure."

@@ -13,6 +13,8 @@ import html
 import re
 
 from zerda_eval.report.document import Block, Code, Contents, Heading, Paragraph
+from zerda_eval.report.explorer import STYLE as EXPLORER_STYLE
+from zerda_eval.report.explorer import Explorer, explorer_html
 from zerda_eval.report.plots import Figure
 from zerda_eval.report.tables import Table
 
@@ -124,9 +126,11 @@ def render_html(blocks: list[Block], title: str) -> str:
             parts.append(figure_html(block))
         elif isinstance(block, Contents):
             parts.append(contents_html(block))
+        elif isinstance(block, Explorer):
+            parts.append(explorer_html(block))
     body = "\n".join(parts)
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>\n{body}\n</body></html>\n"
+        f"<title>{html.escape(title)}</title><style>{STYLE}{EXPLORER_STYLE}</style></head><body>\n{body}\n</body></html>\n"
     )

@@ -11,6 +11,8 @@ import html
 from pathlib import Path
 
 from zerda_eval.report.document import Block, Code, Contents, Heading, Paragraph
+from zerda_eval.report.explorer import HEAD_TEXT as EXPLORER_TEXT
+from zerda_eval.report.explorer import Explorer
 from zerda_eval.report.plots import Figure
 from zerda_eval.report.tables import Table
 
@@ -52,6 +54,8 @@ def render_markdown(blocks: list[Block], base_dir: Path) -> str:
             parts.append(table_markdown(block))
         elif isinstance(block, Contents):
             parts.append(contents_markdown(block))
+        elif isinstance(block, Explorer):
+            parts.append("In `report.html` (it needs the page's script): " + EXPLORER_TEXT)
         elif isinstance(block, Figure):
             png = block.png.relative_to(base_dir).as_posix()
             svg = block.svg.relative_to(base_dir).as_posix()

@@ -3,7 +3,8 @@
 Every plot answers one question and is drawn at the size it is read at: at most ``MAX_WIDTH_IN``
 inches wide (a page at 96 CSS px per inch shows it unscaled in a 1280 px window and on GitHub), 9-10 pt
 text, systems named by their short labels (``labels.short_labels``), labels horizontal, the baseline
-marked, legends outside the data. The PNG is rendered at ``DPI`` (1.5x) and shown at ``CSS_DPI``, so
+marked, legends outside the data. Plots are deterministic: a fixed SVG hash salt and no dates in the
+metadata, so the same numbers give the same bytes. The PNG is rendered at ``DPI`` (1.5x) and shown at ``CSS_DPI``, so
 it stays sharp on high-density screens; ``Figure.width`` is its display width in CSS pixels.
 
 Labels go through ``plot_label``: matplotlib draws Arabic glyphs (DejaVu Sans has them) but neither
@@ -34,6 +35,7 @@ import pandas as pd
 from zerda_eval.analysis import significance as sig
 from zerda_eval.analysis.compare import cells_of, index_per_query
 from zerda_eval.analysis.studies.base import StudyFigure
+from zerda_eval.report.labels import split_label
 from zerda_eval.report.tables import MAIN_LATENCY, RunData, dataset_measures
 from zerda_eval.spec.tuning import TUNED
 from zerda_eval.store.files import atomic_write_bytes
@@ -59,9 +61,10 @@ plt.rcParams.update(
         "legend.fontsize": 9,
         "axes.grid": True,
         "grid.alpha": 0.3,
-        "svg.hashsalt": "zerda-eval",  # fixed clip-path ids: a redrawn SVG is byte-identical
+        "svg.hashsalt": "zerda-eval",  # fixed clip-path and glyph ids: the same plot is the same SVG bytes
     }
 )
+UNDATED = {"svg": {"Date": None}, "png": {}}  # no date in a plot's metadata: regenerated plots stay identical
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,8 @@ def _save(fig: plt.Figure, out_dir: Path, name: str, caption: str) -> Figure:
     # atomically (a failure leaves no truncated file); no date in the SVG, so a redrawn plot is byte-identical
     for path, options in ((png, {"dpi": DPI}), (svg, {"metadata": {"Date": None}})):
         buffer = io.BytesIO()
-        fig.savefig(buffer, format=path.suffix[1:], bbox_inches="tight", **options)
+        kind = path.suffix[1:]
+        fig.savefig(buffer, format=kind, bbox_inches="tight", metadata=UNDATED[kind], **options)
         atomic_write_bytes(path, buffer.getvalue())
         if path is png:
             size = png_size(buffer.getvalue())
@@ -306,6 +310,22 @@ def pareto_front(latency: np.ndarray, quality: np.ndarray) -> np.ndarray:
 
 
 MARKER_SHAPES = "osD^vP*Xph<>"
+MAX_LEGEND_GROUPS = 10  # systems (grid entries) a quality-latency plot names in its legend; tab10 colours
+OTHERS_GREY = "#9a9a9a"
+
+
+def legend_groups(rows: pd.DataFrame, measure: str) -> tuple[list, list]:
+    """The cells of ``rows`` grouped by system (grid entry: the label before ``[``), best ``measure`` first:
+    ``(shown, rest)``, each a list of ``(name, rows)``; at most ``MAX_LEGEND_GROUPS`` are shown, so a
+    colour-and-marker pair is never reused and the legend stays short at 50+ cells. Up to
+    ``MAX_LEGEND_GROUPS`` cells keep one entry each, in results order."""
+    labels = rows["system"].astype(str)
+    if len(rows) <= MAX_LEGEND_GROUPS:
+        return [(label, rows[labels == label]) for label in labels], []
+    names = labels.map(lambda label: split_label(label)[0])
+    groups = [(str(name), group) for name, group in rows.groupby(names, sort=False)]
+    groups.sort(key=lambda item: -float(item[1][measure].max()))
+    return groups[:MAX_LEGEND_GROUPS], groups[MAX_LEGEND_GROUPS:]
 
 
 def quality_latency(data: RunData, dataset: str, measure: str, out_dir: Path) -> Figure | None:
@@ -322,16 +342,15 @@ def quality_latency(data: RunData, dataset: str, measure: str, out_dir: Path) ->
         return None
     fig, ax = plt.subplots(figsize=(MAX_WIDTH_IN, 4.2), layout="constrained")
     colors = plt.get_cmap("tab10")
-    for i, (_, row) in enumerate(timed.iterrows()):
-        ax.scatter(
-            row[MAIN_LATENCY],
-            row[measure],
-            s=60,
-            color=colors(i % 10),
-            marker=MARKER_SHAPES[i % len(MARKER_SHAPES)],
-            label=_short(data, str(row["system"])),
-            zorder=3,
-        )
+    shown, rest = legend_groups(timed, measure)
+    for i, (name, members) in enumerate(shown):
+        label = _short(data, str(members["system"].iloc[0])) if len(members) == 1 else f"{name} ({len(members)} cells)"
+        style = {"color": colors(i % 10), "marker": MARKER_SHAPES[i % len(MARKER_SHAPES)]}
+        ax.scatter(members[MAIN_LATENCY], members[measure], s=60, label=plot_label(label), zorder=3, **style)
+    if rest:
+        others = pd.concat([members for _, members in rest])
+        label = f"other systems ({len(rest)}, {len(others)} cells; in the caption)"
+        ax.scatter(others[MAIN_LATENCY], others[measure], s=30, color=OTHERS_GREY, marker="o", label=label, zorder=2)
     front = timed[pareto_front(timed[MAIN_LATENCY].to_numpy(), timed[measure].to_numpy())].sort_values(MAIN_LATENCY)
     ax.step(front[MAIN_LATENCY], front[measure], where="post", color="black", linewidth=1, label="Pareto front")
     ax.scatter(front[MAIN_LATENCY], front[measure], facecolors="none", edgecolors="black", s=180, zorder=2)
@@ -346,6 +365,10 @@ def quality_latency(data: RunData, dataset: str, measure: str, out_dir: Path) ->
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     untimed = [data.labels.get(s, s) for s in rows["system"][rows[MAIN_LATENCY].isna()]]
     caption = f"{dataset}: {measure} against mean latency; circled points form the Pareto front."
+    if any(len(members) > 1 for _, members in shown):
+        caption += " One colour and marker per system, its grid cells drawn alike."
+    if rest:
+        caption += f" Grey, beyond the {len(shown)} best systems: {', '.join(name for name, _ in rest)}."
     caption += f" Not measured (no latency): {', '.join(untimed)}." if untimed else ""
     return _save(fig, out_dir, f"pareto_{_slug(dataset)}_{_slug(measure)}", caption)
 

@@ -13,6 +13,7 @@ cell executes (``code_fingerprint``).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import itertools
 import json
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from zerda_eval.errors import ConfigError, unknown_value_message
-from zerda_eval.evaluation.measures import DEFAULT_MEASURES, MEASURE_FAMILIES, is_measure
+from zerda_eval.evaluation.measures import DEFAULT_MEASURES, parse_measure
 from zerda_eval.evaluation.ranking import TIE_BREAK
 from zerda_eval.hashing import canonical_json, content_hash
 from zerda_eval.spec.checks import (
@@ -50,6 +51,7 @@ DEFAULT_DEPTH = 100
 # The largest grid expanded without [experiment].max_cells: counted from the axes' lengths before any
 # expansion, so a typo'd million-cell grid is one line in milliseconds, not minutes and gigabytes.
 DEFAULT_MAX_CELLS = 10_000
+DEFAULT_SEED = 0  # [experiment].seed (it deals the folds of tuned rows)
 TUNING_MODULE = "zerda_eval.execution.tuning"  # what a tuned cell executes (its code fingerprint's root)
 CONVENTIONS = {
     "tie_break": TIE_BREAK,
@@ -115,10 +117,10 @@ class ExperimentSpec:
         return dataclasses.replace(self, cells=cells, grid_cells=self.every_cell)
 
 
-def library_versions() -> dict[str, str]:
-    """Installed versions of ``RESULT_LIBRARIES`` ("absent" when not installed)."""
+def library_versions(names: tuple[str, ...] = RESULT_LIBRARIES) -> dict[str, str]:
+    """Installed versions of the distributions ``names`` ("absent" when not installed)."""
     versions = {}
-    for name in RESULT_LIBRARIES:
+    for name in names:
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -141,7 +143,34 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: malformed TOML: {exc}") from None
-    return resolve_experiment(raw, str(path))
+    return resolve_experiment(paths_from(raw, path.parent), str(path))
+
+
+def paths_from(raw: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """``raw`` with each relative ``path`` (a ``[[datasets]]`` entry's, a ``run_file`` system's, in its
+    params or grid) joined to ``folder``, the experiment file's: a file names its data wherever it is run
+    from. Absolute paths, and anything that is not a string, are left as they are."""
+
+    def joined(value: Any) -> Any:
+        return str(folder / value) if isinstance(value, str) and not Path(value).is_absolute() else value
+
+    from zerda_eval.systems.run_file import RunFileSystem
+
+    raw = copy.deepcopy(raw)
+    for entry in raw.get("datasets", []) if isinstance(raw.get("datasets"), list) else []:
+        if isinstance(entry, dict) and "path" in entry:
+            entry["path"] = joined(entry["path"])
+    for entry in raw.get("systems", []) if isinstance(raw.get("systems"), list) else []:
+        if not (isinstance(entry, dict) and entry.get("family") == RunFileSystem.family):
+            continue
+        for key in ("params", "grid"):
+            table = entry.get(key)
+            if isinstance(table, dict) and "path" in table:
+                value = table["path"]
+                table["path"] = (
+                    [joined(v) for v in value] if key == "grid" and isinstance(value, list) else joined(value)
+                )
+    return raw
 
 
 def resolve_experiment(raw: Mapping[str, Any], source: str) -> ExperimentSpec:
@@ -157,7 +186,7 @@ def resolve_experiment(raw: Mapping[str, Any], source: str) -> ExperimentSpec:
     check_keys(exp, EXPERIMENT_KEYS, source, "key in [experiment]")
     name = check_name(exp.get("name"), f"{source}: [experiment].name")
     depth = check_positive_int(exp.get("depth", DEFAULT_DEPTH), f"{source}: [experiment].depth")
-    seed = exp.get("seed", 0)
+    seed = exp.get("seed", DEFAULT_SEED)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ConfigError(f"{source}: [experiment].seed must be an integer, got {seed!r}")
     max_cells = check_positive_int(exp.get("max_cells", DEFAULT_MAX_CELLS), f"{source}: [experiment].max_cells")
@@ -434,12 +463,15 @@ def _cell(kind: str, dataset: dict, part: dict, extra: dict, common: dict, datas
     """One cell: its resolved config (``kind``, dataset, the system or fusion ``part``, ...) and its hash."""
     from zerda_eval.spec.code_fingerprint import code_fingerprint
     from zerda_eval.systems import family_class
+    from zerda_eval.systems.libraries import optional_libraries
 
     if kind == "system":
         family = family_class(part["family"], "")
         root = family.__module__
         content = family.content_key(part["params"], dataset_label, f"{source}: system {part['label']!r}")
         part = {**part, "content": content} if content else part
+        # the optional libraries it runs (torch, onnxruntime, faiss, ...): a new version is a new cell
+        common = {**common, "versions": {**common["versions"], **library_versions(optional_libraries(part["params"]))}}
     else:
         root = TUNING_MODULE if kind == TUNED else "zerda_eval.fusion.methods"
     config = {"kind": kind, "dataset": dataset, kind: part, **extra, **common, "code": code_fingerprint(root)}
@@ -510,15 +542,8 @@ def _measures(value: Any, depth: int, source: str, where: str | None = None) -> 
     if not isinstance(value, list) or not value or not all(isinstance(m, str) for m in value):
         raise ConfigError(f'{where}: give a non-empty list of measure names such as "ndcg@10"')
     for measure in value:
-        if not is_measure(measure):
-            allowed = [f"{family}@10" for family in MEASURE_FAMILIES]
-            raise ConfigError(
-                unknown_value_message("measure", measure, allowed, where).replace(
-                    "allowed:", "allowed: name@k with k >= 1, e.g."
-                )
-            )
-        cutoff = int(measure.split("@")[1])
-        if cutoff > depth:
+        cutoff = parse_measure(measure, where).cutoff
+        if cutoff is not None and cutoff > depth:
             raise ConfigError(f"{where}: {measure} needs a run of depth >= {cutoff}; raise [experiment].depth")
     check_unique(value, where, "measure")
     return list(value)
@@ -530,7 +555,8 @@ def _dataset_measures(dataset: dict, own: Any, measures: list[str], depth: int, 
     chosen = measures if own is None else _measures(own, depth, where.split(":")[0], f"{where}.measures")
     run_depth = dataset["options"].get("run_depth")
     for measure in chosen:
-        if run_depth is not None and int(measure.split("@")[1]) > run_depth:
+        cutoff = parse_measure(measure).cutoff
+        if run_depth is not None and cutoff is not None and cutoff > run_depth:
             raise ConfigError(
                 f"{where}.measures: measure {measure} is deeper than the run depth {run_depth} of dataset "
                 f"{dataset['label']!r} (its runs are cut at {run_depth}); "

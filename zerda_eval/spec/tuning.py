@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from zerda_eval.errors import ConfigError, unknown_value_message
+from zerda_eval.errors import ConfigError, did_you_mean, unknown_value_message
 from zerda_eval.spec.checks import check_keys, check_positive_int, check_string, get_table
 
 TUNING_KEYS = ("measure", "folds", "train", "overlap")
@@ -106,7 +106,11 @@ def parse_tuning(
     for test, split in train.items():
         for label in (test, split):
             if label not in labels:
-                raise ConfigError(unknown_value_message("dataset in [tuning].train", label, labels, where))
+                raise ConfigError(
+                    f"{where}.train: {label!r} must be listed in [[datasets]] (a train split is loaded like any "
+                    f"dataset; its cells are run to choose on){did_you_mean(label, labels)}; "
+                    f"listed: {', '.join(labels)}"
+                )
         if test == split:
             raise ConfigError(f"{where}.train: {test!r} cannot be its own train split; name another [[datasets]] entry")
     for dataset in datasets:

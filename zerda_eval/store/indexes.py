@@ -67,7 +67,7 @@ def cached_sparse_bm25(
             entry = verified_entry(directory)
             index = _load(directory) if entry is not None else None
             if index is not None:
-                record_build(entry["build_s"], time.perf_counter() - start)
+                record_build(entry["build_s"], time.perf_counter() - start, f"BM25 index {directory.name}")
                 return index
             warnings.warn(
                 f"BM25 index {directory} fails its checksum or does not load (corrupt or edited); rebuilding it",
@@ -94,7 +94,7 @@ def cached_sparse_bm25(
                 raise write_error(f"the BM25 index to {directory}", exc) from exc
             raise
     index = SparseBM25.load(directory, mmap=True)
-    record_build(build_s, time.perf_counter() - start)
+    record_build(build_s, time.perf_counter() - start, f"BM25 index {directory.name}")
     return index
 
 

@@ -180,16 +180,18 @@ def corpus_vectors(
     ``params`` are a family's resolved parameters (``embedder``, ``dim``, ``precision``, ``device``);
     ``neural`` is resolved first, so it shares vectors, in memory and on disk, with the model it names.
     """
-    from zerda_eval.hashing import canonical_json, texts_sha256
+    from zerda_eval.hashing import canonical_json, content_hash, texts_sha256
     from zerda_eval.store.build_costs import costed, record_build
 
     name, kwargs = embedder_request(params, texts, analysis)
-    key = (name, canonical_json(kwargs), texts_sha256(texts), cache_dir, analysis)
+    corpus = texts_sha256(texts)
+    key = (name, canonical_json(kwargs), corpus, cache_dir, analysis)
+    entry = f"corpus vectors {content_hash([name, kwargs, corpus, repr(analysis)])[:16]} ({name})"
     if key not in _SHARED:
         _SHARED.clear()  # keep one corpus's vectors: a grid runs dataset by dataset
-        _SHARED[key] = costed(lambda: CorpusVectors(name, kwargs, texts, cache_dir, analysis))
+        _SHARED[key] = costed(lambda: CorpusVectors(name, kwargs, texts, cache_dir, analysis), entry)
     else:  # reused in memory: the cell's index_build_s still counts what the vectors cost from scratch
-        record_build(_SHARED[key][1], 0.0)
+        record_build(_SHARED[key][1], 0.0, entry)
     vectors = _SHARED[key][0]
     if _RAN is not None:
         _RAN.append(vectors.embedder)

