@@ -11,7 +11,7 @@ Before any timing, each engine's vectors are checked against the reference's on 
 something else fails here instead of showing a ratio.
 
 Passages: 128 TyDi-ar contexts (142 tokens on average) and 48 SciFact abstracts (long: some > 512
-tokens). Run: ``python -m pytest benchmarks/test_bench_encoding.py --benchmark-only``.
+tokens); 16 and 6 in quick mode. Run: ``python -m pytest benchmarks/test_bench_encoding.py --benchmark-only``.
 """
 
 from __future__ import annotations
@@ -23,10 +23,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks.conftest import QUICK
 from retrieval.embeddings import load_embedder
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "datasets"
-N_ARABIC, N_ENGLISH, ROUNDS = 128, 48, 2
+# Quick mode (ZERDA_BENCH_QUICK=1, .ci/run): a few passages, enough for the vector checks to bite.
+N_ARABIC, N_ENGLISH, ROUNDS = (16, 6, 1) if QUICK else (128, 48, 2)
 HIDDEN, FFN = 384, 1536
 GEMM = (2048, HIDDEN, 4 * HIDDEN)
 
