@@ -101,7 +101,7 @@ def _save(fig: plt.Figure, out_dir: Path, name: str, caption: str) -> Figure:
     png, svg = out_dir / f"{name}.png", out_dir / f"{name}.svg"
     size = (0, 0)
     # atomically (a failure leaves no truncated file); no date in the SVG, so a redrawn plot is byte-identical
-    for path, options in ((png, {"dpi": DPI}), (svg, {"metadata": {"Date": None}})):
+    for path, options in ((png, {"dpi": DPI}), (svg, {})):
         buffer = io.BytesIO()
         kind = path.suffix[1:]
         fig.savefig(buffer, format=kind, bbox_inches="tight", metadata=UNDATED[kind], **options)
