@@ -86,6 +86,7 @@ def _pooled_model(folder: Path) -> Any:
     """The folder's BERT with sentence-transformers' mean pooling over the attention mask, as one module."""
     torch = import_neural("torch", "torch")
     transformers = import_neural("transformers", "transformers")
+    transformers.utils.logging.disable_progress_bar()  # its "Loading weights" bar: the harness shows progress
     bert = transformers.AutoModel.from_pretrained(str(folder), local_files_only=True, attn_implementation="eager")
 
     class Pooled(torch.nn.Module):

@@ -114,13 +114,13 @@ def test_trec_eval_on_the_saved_run_file_gives_the_reported_numbers(cli, tmp_pat
 
 
 def quickstart_with_lsa(folder: Path) -> Path:
-    """``experiments/quickstart.toml`` as shipped, each ``embedder = "neural"`` replaced by ``"lsa"``, in ``folder``."""
+    """``experiments/quickstart.toml`` as shipped, each neural embedder (``neural`` at int8) replaced by ``"lsa"``."""
     import tomllib
 
     shipped = Path(__file__).resolve().parents[2] / "experiments" / "quickstart.toml"
     text = shipped.read_text(encoding="utf-8")
     embedders = [s["params"]["embedder"] for s in tomllib.loads(text)["systems"] if "embedder" in s.get("params", {})]
-    neural = 'embedder = "neural"'
+    neural = 'embedder = "neural", precision = "int8"'
     assert embedders and set(embedders) == {"neural"} and text.count(neural) == len(embedders)
     derived = folder / "quickstart.toml"
     derived.write_text(text.replace(neural, 'embedder = "lsa"'), encoding="utf-8")
