@@ -158,3 +158,19 @@ def test_html_contents_link_to_every_section_and_print_rules_exist(report):
     assert "@media print" in page and '<nav class="toc">' in page
     markdown = report.read_text(encoding="utf-8")
     assert all(f"](#{anchor})" in markdown for anchor in ids)  # the markdown contents use the same anchors
+
+
+def test_the_experiment_description_opens_the_summary(run_dir, tmp_path):
+    import json
+    import shutil
+
+    described = tmp_path / "described"
+    shutil.copytree(run_dir, described)
+    document = json.loads((described / "experiment.json").read_text(encoding="utf-8"))
+    document["config"]["experiment"]["description"] = "The neural encoders run at int8."
+    (described / "experiment.json").write_text(json.dumps(document), encoding="utf-8")
+    write_report(described, tmp_path / "out")
+    summary = (tmp_path / "out" / "report.md").read_text(encoding="utf-8").split("\n\n")[1]
+    assert summary.startswith("The neural encoders run at int8. ") and "cells over" in summary
+    write_report(run_dir, tmp_path / "plain")  # no description: the summary starts with the counts
+    assert (tmp_path / "plain" / "report.md").read_text(encoding="utf-8").split("\n\n")[1][0].isdigit()
