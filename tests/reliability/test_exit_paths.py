@@ -6,6 +6,7 @@ expand, and a stdout whose reader went away (``| head``)."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -131,13 +132,18 @@ def test_ctrl_c_during_start_up_is_exit_130_in_one_line(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def run_reference(folder: Path) -> None:
+    """The grid run to the end, uninterrupted, in ``folder`` (what a resumed run must equal)."""
+    folder.mkdir()
+    reference = zerda_eval_process(folder, "run", str(experiment_toml(folder, systems=GRID)))
+    assert reference.code == 0, reference.err
+
+
 @pytest.mark.slow
 def test_ctrl_c_after_two_cells_keeps_them_and_the_rerun_resumes(tmp_path):
     from tests.reliability.harness import results_without_timing
 
-    (tmp_path / "ref").mkdir()
-    reference = zerda_eval_process(tmp_path / "ref", "run", str(experiment_toml(tmp_path / "ref", systems=GRID)))
-    assert reference.code == 0, reference.err
+    run_reference(tmp_path / "ref")
     config = experiment_toml(tmp_path, systems=GRID)
     result = zerda_eval_process(tmp_path, "run", str(config), fault="interrupt-after-cell:2")
     assert result.code == 130, result.err
@@ -155,9 +161,7 @@ def test_ctrl_c_after_two_cells_keeps_them_and_the_rerun_resumes(tmp_path):
 
 @pytest.mark.slow
 def test_a_crash_after_a_cell_resumes_to_the_same_numbers(tmp_path):
-    (tmp_path / "ref").mkdir()
-    reference = zerda_eval_process(tmp_path / "ref", "run", str(experiment_toml(tmp_path / "ref", systems=GRID)))
-    assert reference.code == 0, reference.err
+    run_reference(tmp_path / "ref")
     config = experiment_toml(tmp_path, systems=GRID)
     crashed = zerda_eval_process(tmp_path, "run", str(config), fault="kill-after-cell:1")
     assert crashed.code == -9, crashed.err  # SIGKILL: no handler ran

@@ -353,25 +353,4 @@ def test_report_interrupted_by_a_full_disk_leaves_no_truncated_file(cli, tmp_pat
     assert not leftovers
 
 
-# --- 13. output piped into head ---------------------------------------------------------------------
-
-
-def test_output_piped_into_a_closed_reader_exits_quietly(tmp_path):
-    config = experiment_toml(tmp_path, systems=SYSTEMS[:1])
-    env = {**os.environ, "IR_DATASETS_HOME": str(tmp_path / "ir_datasets"), "PYTHONPATH": str(REPO)}
-    read, write = os.pipe()
-    os.close(read)  # the reader is gone before anything is printed, as after `| head -0`
-    done = subprocess.run(
-        [sys.executable, "-m", "zerda_eval", "run", str(config), "--no-report"],
-        cwd=tmp_path,
-        env=env,
-        stdout=write,
-        stderr=subprocess.PIPE,
-        text=True,
-        timeout=300,
-    )
-    os.close(write)
-    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
-    assert not CliResult(done.returncode, "", done.stderr).messages, done.stderr
-    assert done.returncode != 0  # like `yes | head`: the writer stops, quietly
-    assert len(list((tmp_path / "out" / "cells").glob("*/result.json"))) == 1
+# --- 13. output piped into head: tests/reliability/test_exit_paths.py (the work and the report go on) ---
