@@ -59,6 +59,16 @@ def length_batches(lengths: Sequence[int], batch_tokens: int, max_rows: int | No
     return batches
 
 
+def padded(rows: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Token id rows as one int64 ``[B, L]`` array padded with ``pad_id`` to the longest row, and its 0/1 mask."""
+    ids = np.full((len(rows), max(map(len, rows))), pad_id, dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for r, row in enumerate(rows):
+        ids[r, : len(row)] = row
+        mask[r, : len(row)] = 1
+    return ids, mask
+
+
 def run_length_batched(
     lengths: Sequence[int],
     run: Callable[[np.ndarray], np.ndarray],

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from retrieval.core.hashing import file_sha256
-from retrieval.embeddings.batching import run_length_batched
+from retrieval.embeddings.batching import padded, run_length_batched
 from retrieval.embeddings.e5_image import E5Image, read_image
 from retrieval.embeddings.e5_runtime import OnnxRuntime, TorchRuntime, onnx_file
 from retrieval.embeddings.e5_tokenizer import E5Tokenizer
@@ -93,13 +93,8 @@ def encode(
     remaining = np.bincount([item.text for item in items], minlength=n_texts)
 
     def run(batch: np.ndarray) -> np.ndarray:
-        rows = [items[i].ids for i in batch]
-        ids = np.zeros((len(rows), max(map(len, rows))), dtype=np.int64)
-        mask = np.zeros(ids.shape, dtype=np.float32)
-        for r, row in enumerate(rows):
-            ids[r, : len(row)] = row
-            mask[r, : len(row)] = 1.0
-        return runtime.window_means(ids, mask)
+        ids, mask = padded([items[i].ids for i in batch])
+        return runtime.window_means(ids, mask.astype(np.float32))
 
     def finished(batch: np.ndarray) -> None:
         texts = [items[i].text for i in batch]

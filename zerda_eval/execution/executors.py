@@ -18,7 +18,7 @@ import logging
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -208,9 +208,11 @@ _WORKER_EMBEDDERS: dict[str, Any] = {}  # one loaded model per worker process an
 
 
 def _encode_chunk(name: str, kwargs: dict[str, Any], texts: list[str], cache_dir: Path, threads: int | None) -> int:
-    """A worker's task: store one chunk's vectors (``store_chunk``) with ``threads`` threads per pool."""
+    """A worker's task: store one chunk's vectors (``store_chunk``) with ``threads`` threads per pool
+    (``evaluation.efficiency.thread_limits``; ``None``: the libraries' defaults)."""
     from retrieval.embeddings import load_embedder
     from retrieval.embeddings.registry import takes_parameter
+    from zerda_eval.evaluation.efficiency import thread_limits
     from zerda_eval.hashing import canonical_json
     from zerda_eval.store.embeddings import store_chunk
 
@@ -218,7 +220,7 @@ def _encode_chunk(name: str, kwargs: dict[str, Any], texts: list[str], cache_dir
     if key not in _WORKER_EMBEDDERS:  # an encoder's own thread count (not in its params) follows the worker's
         threaded = {"num_threads": threads} if threads and takes_parameter(name, "num_threads") else {}
         _WORKER_EMBEDDERS[key] = load_embedder(name, **kwargs, **threaded)
-    with _thread_pools(threads):
+    with thread_limits(threads) if threads else nullcontext():
         store_chunk(_WORKER_EMBEDDERS[key], texts, cache_dir)
     return len(texts)
 
@@ -232,28 +234,6 @@ def _threads_per_worker(client: Any) -> int | None:
     local = all(str(address).startswith(("tcp://127.0.0.1", "inproc://")) for address in workers)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return max(1, cpus // max(1, len(workers))) if local else None
-
-
-@contextmanager
-def _thread_pools(threads: int | None) -> Iterator[None]:
-    """torch's and every BLAS / OpenMP pool at ``threads`` inside the block (nothing changed for ``None``)."""
-    if threads is None:
-        yield
-        return
-    import sys
-
-    from threadpoolctl import threadpool_limits
-
-    torch = sys.modules.get("torch")
-    previous = torch.get_num_threads() if torch is not None else None
-    if torch is not None:
-        torch.set_num_threads(threads)
-    try:
-        with threadpool_limits(limits=threads):
-            yield
-    finally:
-        if torch is not None:
-            torch.set_num_threads(previous)
 
 
 def _run_after_inputs(task: Task, cell: CellSpec, *inputs: CellResult) -> CellResult:
