@@ -82,7 +82,7 @@ class System:
         """Build the index over ``collection`` (a ``zerda_eval.datasets.Collection``).
 
         A family with an ``embedder`` records the model that ran in ``stats["embedder"]`` (``neural``
-        names one by the corpus's language; ``minilm`` at int8 is ``minilm-int8``) and the device it ran
+        names one by the corpus's language) and the device it ran
         on in ``stats["embedder_device"]``.
         """
         from zerda_eval.systems.encoders import embedders_that_ran
