@@ -48,7 +48,8 @@ PANEL_COLUMNS = 3
 LOG_SPREAD = 20.0  # latency axis on a log scale when the slowest cell is this many times the fastest
 TIE = 1e-12  # per-query values closer than this are a tie
 PILE_SHARE = 0.1  # a scatter dot standing for this share of the queries or more is labelled with its count
-MAX_PAIRED = 12  # per dataset, more systems than this: each grid entry is drawn against the baseline by its best cell
+MAX_DRAWN = 12  # bars or panels a per-system plot draws per dataset; beyond, the best grid entries (listed rest)
+MAX_LEGEND_GROUPS = 10  # coloured legend entries (grid entries, sweep series): tab10's colours, none reused
 WIN, DRAW, LOSS = "#4c956c", "#b8b8b8", "#c8553d"
 plt.rcParams.update(
     {
@@ -143,11 +144,16 @@ def _short(data: RunData, label: str) -> str:
 
 
 def metric_bars(data: RunData, dataset: str, out_dir: Path) -> Figure:
-    """Every measure of ``dataset`` per system: horizontal bars, 95% per-query bootstrap CIs, one panel each."""
-    rows = data.results[data.results["dataset"] == dataset].reset_index(drop=True)
+    """Every measure of ``dataset`` per system: horizontal bars, 95% per-query bootstrap CIs, one panel each.
+
+    Beyond ``MAX_DRAWN`` cells: the baseline and the best grid entries by the first compared measure
+    (``drawn_cells``); the figure and its caption say how many more cells the dataset's table holds."""
     measures = dataset_measures(data, dataset)
+    ranking = data.measures[0] if data.measures[0] in measures else measures[0]
+    baseline = _baseline_labels(data, data.results[data.results["dataset"] == dataset])
+    drawn = drawn_cells(data, data.results[data.results["dataset"] == dataset], ranking, keep=baseline)
+    rows = drawn.rows
     lookup = index_per_query(data.per_query[data.per_query["dataset"] == dataset])
-    baseline = _baseline_labels(data, rows)
     fig, axes = _grid(len(measures), 0.3 * len(rows) + 1.0, sharey=True)
     y = np.arange(len(rows))
     for ax, measure in zip(axes, measures, strict=True):
@@ -172,44 +178,84 @@ def metric_bars(data: RunData, dataset: str, out_dir: Path) -> Figure:
             0, max(float(np.nanmax(high)) if np.isfinite(high).any() else 0.0, float(np.nanmax(means))) * 1.08 or 1
         )
         ax.grid(axis="y", visible=False)
-    axes[0].set_yticks(y, [_short(data, s) + (" (baseline)" if s in baseline else "") for s in rows["system"]])
+    names = [n + (" (baseline)" if s in baseline else "") for n, s in zip(drawn.names, rows["system"], strict=True)]
+    axes[0].set_yticks(y, names)
     axes[0].invert_yaxis()
-    fig.supxlabel("mean over queries (error bar: 95% bootstrap CI)", fontsize=9)
-    name = f"metrics_{_slug(dataset)}"
-    return _save(fig, out_dir, name, f"{dataset}: every measure per system, 95% per-query bootstrap CIs.")
+    where = f"the table of {dataset} above"
+    fig.supxlabel("mean over queries (error bar: 95% bootstrap CI)" + drawn.figure_note(where), fontsize=9)
+    caption = f"{dataset}: every measure per system, 95% per-query bootstrap CIs." + drawn.caption(ranking, where)
+    return _save(fig, out_dir, f"metrics_{_slug(dataset)}", caption)
 
 
-def _paired(data: RunData, dataset: str, measure: str) -> tuple[list[tuple[str, sig.Aligned]], int]:
-    """(system label, values aligned with the baseline's) for the other systems of ``dataset``, and how many
-    grid cells were left out: beyond ``MAX_PAIRED`` systems, a grid entry is drawn by its best cell only."""
+def grid_entry(label: str) -> str:
+    """The grid entry a cell belongs to: its label before ``[``; a tuned row or a plain system is its own."""
+    name, axes = split_label(label)
+    return label if not axes or label.endswith(f"{TUNED}]") else name
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """The cells a per-system plot draws (``rows``, in drawing order, labelled ``names``; the first ``kept``
+    drawn whatever their values) and how many it leaves out."""
+
+    rows: pd.DataFrame
+    names: list[str]
+    kept: int = 0
+    hidden_cells: int = 0
+    hidden_entries: tuple[str, ...] = ()
+
+    def figure_note(self, where: str) -> str:
+        """A second line for the figure's label: how many cells are not drawn and where they are ("" if none)."""
+        return f"\n+ {self.hidden_cells} more cells not drawn: see {where}" if self.hidden_cells else ""
+
+    def caption(self, measure: str, where: str) -> str:
+        """The caption's sentences on the cells not drawn ("" if none)."""
+        if not self.hidden_cells:
+            return ""
+        first = "the baseline and " if self.kept else ""
+        rest = f" Not drawn: {', '.join(self.hidden_entries)}." if self.hidden_entries else ""
+        return (
+            f" Drawn: {first}the {len(self.rows) - self.kept} best systems by {measure}, a grid entry by its best "
+            f'cell ("best of N"); {self.hidden_cells} more cells are in {where}.{rest}'
+        )
+
+
+def drawn_cells(data: RunData, rows: pd.DataFrame, measure: str, keep: set[str] = frozenset()) -> Drawn:
+    """Every cell of ``rows`` (results order) up to ``MAX_DRAWN``; beyond, one cell per grid entry (its best
+    by ``measure``): the systems in ``keep`` first, then the best entries, ``MAX_DRAWN`` in all."""
+    labels = rows["system"].astype(str)
+    if len(rows) <= MAX_DRAWN:
+        return Drawn(rows, [_short(data, label) for label in labels])
+    kept = labels.isin(keep)
+    entry = labels.where(kept, labels.map(grid_entry))
+    ranked = rows.assign(_entry=entry, _later=~kept, _value=-rows[measure].astype(float))
+    best = ranked.sort_values(["_later", "_value"], kind="stable", na_position="last").drop_duplicates("_entry")
+    shown = best.head(MAX_DRAWN)
+    sizes = entry.value_counts()
+    names = [
+        _short(data, str(s)) + (f" (best of {sizes[e]})" if sizes[e] > 1 else "")
+        for s, e in zip(shown["system"], shown["_entry"], strict=True)
+    ]
+    hidden = tuple(str(e) for e in best["_entry"].iloc[MAX_DRAWN:])
+    return Drawn(rows.loc[shown.index], names, int((~shown["_later"]).sum()), len(rows) - len(shown), hidden)
+
+
+def _paired(data: RunData, dataset: str, measure: str) -> tuple[list[tuple[str, sig.Aligned]], Drawn | None]:
+    """(drawn name, values aligned with the baseline's) for the other systems of ``dataset`` that
+    ``drawn_cells`` draws, and that choice (None without a single baseline cell)."""
     rows = data.results[data.results["dataset"] == dataset]
     base = cells_of(rows, data.spec.baseline) if data.spec.baseline else rows.iloc[0:0]
     if len(base) != 1:
-        return [], 0
+        return [], None
     lookup = index_per_query(data.per_query[data.per_query["dataset"] == dataset])
     base_values = lookup.get((base["cell_id"].iloc[0], measure), {})
     measured = np.array([(cell, measure) in lookup for cell in rows["cell_id"]], dtype=bool)
-    rows = rows[(rows["cell_id"] != base["cell_id"].iloc[0]).to_numpy() & measured]
-    shown = _headline(rows, measure) if len(rows) > MAX_PAIRED else rows
+    drawn = drawn_cells(data, rows[(rows["cell_id"] != base["cell_id"].iloc[0]).to_numpy() & measured], measure)
     pairs = [
-        (str(row["system"]), sig.align(base_values, lookup[(row["cell_id"], measure)])) for _, row in shown.iterrows()
+        (name, sig.align(base_values, lookup[(cell, measure)]))
+        for name, cell in zip(drawn.names, drawn.rows["cell_id"], strict=True)
     ]
-    return pairs, len(rows) - len(shown)
-
-
-def _headline(rows: pd.DataFrame, measure: str) -> pd.DataFrame:
-    """Systems that are not grid cells (tuned rows included), and the best cell of each grid entry."""
-    label = rows["system"].astype(str)
-    grid = label.str.contains(r"\[", regex=True) & ~label.str.endswith(f"{TUNED}]")
-    entry = label.str.split("[", n=1, regex=False).str[0]
-    best = rows[grid].assign(entry=entry[grid]).sort_values(measure, ascending=False, kind="stable")
-    keep = set(best.drop_duplicates("entry")["cell_id"]) | set(rows.loc[~grid, "cell_id"])
-    return rows[rows["cell_id"].isin(keep)]
-
-
-def _left_out(count: int) -> str:
-    """The caption's note on grid cells not drawn."""
-    return f" Each grid entry is drawn by its best cell ({count} more cells are in the tables)." if count else ""
+    return pairs, drawn
 
 
 def win_tie_loss(aligned: sig.Aligned) -> tuple[int, int, int]:
@@ -224,7 +270,7 @@ def per_query_scatter(data: RunData, dataset: str, measure: str, out_dir: Path) 
     Queries with the same pair of values share a dot whose area grows with their number (many queries
     score 0 or 1 under both systems); a dot for ``PILE_SHARE`` of the queries or more says how many.
     """
-    pairs, left_out = _paired(data, dataset, measure)
+    pairs, drawn = _paired(data, dataset, measure)
     if not pairs:
         return None
     fig, axes = _grid(len(pairs), 3.1)
@@ -249,12 +295,16 @@ def per_query_scatter(data: RunData, dataset: str, measure: str, out_dir: Path) 
         ax.set_xlim(-0.03 * top, 1.03 * top)
         ax.set_ylim(-0.03 * top, 1.03 * top)
         ax.set_aspect("equal")
-        ax.set_title(f"{_short(data, system)}\n{wins} better, {ties} tied, {losses} worse", fontsize=9)
+        ax.set_title(f"{system}\n{wins} better, {ties} tied, {losses} worse", fontsize=9)
         ax.set_xlabel(f"{data.spec.baseline} (baseline)")
         ax.set_ylabel(measure)
+    where = f"the table of {dataset} against {data.spec.baseline} below"
+    note = drawn.figure_note(where).strip()
+    if note:
+        fig.supxlabel(note, fontsize=9)
     caption = (
         f"{dataset}: {measure} per query, baseline ({data.spec.baseline}) on x, system on y; "
-        "above the diagonal the system is better." + _left_out(left_out)
+        "above the diagonal the system is better." + drawn.caption(measure, where)
     )
     return _save(fig, out_dir, f"per_query_{_slug(dataset)}_{_slug(measure)}", caption)
 
@@ -262,10 +312,10 @@ def per_query_scatter(data: RunData, dataset: str, measure: str, out_dir: Path) 
 def win_tie_loss_bars(data: RunData, measure: str, out_dir: Path) -> Figure | None:
     """Per dataset and system: the share of queries better than, tied with and worse than the baseline."""
     paired = {d: _paired(data, d, measure) for d in data.datasets}
-    panels = [(d, pairs) for d, (pairs, _) in paired.items() if pairs]
+    panels = [(d, pairs, drawn) for d, (pairs, drawn) in paired.items() if pairs]
     if not panels:
         return None
-    heights = [0.32 * len(pairs) + 0.7 for _, pairs in panels]
+    heights = [0.32 * len(pairs) + 0.7 for _, pairs, _ in panels]
     fig, axes = plt.subplots(
         len(panels),
         1,
@@ -274,7 +324,7 @@ def win_tie_loss_bars(data: RunData, measure: str, out_dir: Path) -> Figure | No
         layout="constrained",
         gridspec_kw={"height_ratios": heights},
     )
-    for ax, (dataset, pairs) in zip(axes[:, 0], panels, strict=True):
+    for ax, (dataset, pairs, drawn) in zip(axes[:, 0], panels, strict=True):
         counts = np.array([win_tie_loss(aligned) for _, aligned in pairs], float)
         shares = counts / counts.sum(axis=1, keepdims=True).clip(min=1)
         y = np.arange(len(pairs))
@@ -287,17 +337,18 @@ def win_tie_loss_bars(data: RunData, measure: str, out_dir: Path) -> Figure | No
                         left[i] + shares[i, k] / 2, y[i], f"{int(counts[i, k])}", ha="center", va="center", fontsize=8
                     )
             left += shares[:, k]
-        ax.set_yticks(y, [_short(data, system) for system, _ in pairs])
+        ax.set_yticks(y, [system for system, _ in pairs])
         ax.invert_yaxis()
         ax.set_xlim(0, 1)
-        ax.set_title(plot_label(dataset), loc="left")
+        note = drawn.figure_note(f"the table of {dataset} against {data.spec.baseline}").strip()
+        ax.set_title(plot_label(dataset) + (f" ({note})" if note else ""), loc="left")
         ax.grid(False)
     axes[0, 0].legend(ncols=3, loc="lower right", bbox_to_anchor=(1.0, 1.0), frameon=False)
     axes[-1, 0].set_xlabel(f"share of queries ({measure} against {data.spec.baseline}; numbers: queries)")
-    caption = (
-        f"{measure}: queries on which each system is better than, tied with or worse than {data.spec.baseline}."
-        + _left_out(sum(left_out for _, left_out in paired.values()))
-    )
+    caption = f"{measure}: queries on which each system is better than, tied with or worse than {data.spec.baseline}."
+    for dataset, _, drawn in panels:
+        where = f"the table of {dataset} against {data.spec.baseline}"
+        caption += drawn.caption(measure, where).replace(" Drawn:", f" {dataset}: drawn", 1)
     return _save(fig, out_dir, f"win_tie_loss_{_slug(measure)}", caption)
 
 
@@ -310,7 +361,6 @@ def pareto_front(latency: np.ndarray, quality: np.ndarray) -> np.ndarray:
 
 
 MARKER_SHAPES = "osD^vP*Xph<>"
-MAX_LEGEND_GROUPS = 10  # systems (grid entries) a quality-latency plot names in its legend; tab10 colours
 OTHERS_GREY = "#9a9a9a"
 
 
@@ -322,7 +372,7 @@ def legend_groups(rows: pd.DataFrame, measure: str) -> tuple[list, list]:
     labels = rows["system"].astype(str)
     if len(rows) <= MAX_LEGEND_GROUPS:
         return [(label, rows[labels == label]) for label in labels], []
-    names = labels.map(lambda label: split_label(label)[0])
+    names = labels.map(grid_entry)
     groups = [(str(name), group) for name, group in rows.groupby(names, sort=False)]
     groups.sort(key=lambda item: -float(item[1][measure].max()))
     return groups[:MAX_LEGEND_GROUPS], groups[MAX_LEGEND_GROUPS:]
@@ -410,20 +460,33 @@ def _varies_apart(results: pd.DataFrame, base: str, key: str, param: str) -> boo
 
 
 def sweep_curves(results: pd.DataFrame, measure: str, param: str, xlabel: str, out_dir: Path) -> Figure | None:
-    """Line plot of ``measure`` against ``param`` per series, one panel per dataset (None if no sweep)."""
+    """Line plot of ``measure`` against ``param`` per series, one panel per dataset (None if no sweep).
+
+    Each series keeps one colour in every panel; beyond ``MAX_LEGEND_GROUPS`` series, the best ones (by
+    their best value) are drawn and the rest named in the caption."""
     points = sweep_points(results, param)
     if points.empty:
         return None
     points = points.merge(results[["cell_id", measure]], on="cell_id")
+    best = points.groupby("series", sort=False)[measure].max().sort_values(ascending=False, kind="stable")
+    series = list(best.index) if len(best) > MAX_LEGEND_GROUPS else list(dict.fromkeys(points["series"]))
+    shown, hidden = series[:MAX_LEGEND_GROUPS], series[MAX_LEGEND_GROUPS:]
+    colors = plt.get_cmap("tab10")
     datasets = list(dict.fromkeys(points["dataset"]))
     fig, axes = _grid(len(datasets), 3.0)
     for ax, dataset in zip(axes, datasets, strict=True):
-        for series, group in points[points["dataset"] == dataset].groupby("series", sort=False):
-            group = group.sort_values("x")
-            ax.plot(group["x"], group[measure], marker="o", label=plot_label(str(series)))
+        own = points[points["dataset"] == dataset]
+        for i, name in enumerate(shown):
+            group = own[own["series"] == name].sort_values("x")
+            if not group.empty:
+                ax.plot(group["x"], group[measure], marker="o", color=colors(i), label=plot_label(str(name)))
         ax.set_xlabel(xlabel)
         ax.set_ylabel(measure)
         ax.set_title(plot_label(dataset))
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=min(3, len(labels)), frameon=False)
-    return _save(fig, out_dir, f"sweep_{_slug(param)}_{_slug(measure)}", f"{measure} against {xlabel}.")
+    handles = [plt.Line2D([], [], marker="o", color=colors(i), label=plot_label(str(n))) for i, n in enumerate(shown)]
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(3, len(handles)), frameon=False)
+    caption = f"{measure} against {xlabel}."
+    if hidden:
+        fig.suptitle(f"+ {len(hidden)} more series not drawn: named in the caption", fontsize=9)
+        caption += f" Drawn: the {len(shown)} series with the best {measure}. Not drawn: {', '.join(hidden)}."
+    return _save(fig, out_dir, f"sweep_{_slug(param)}_{_slug(measure)}", caption)

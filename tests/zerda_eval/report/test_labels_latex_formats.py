@@ -171,7 +171,8 @@ def test_api_report_formats(run_dir, tmp_path):
 
 
 def test_a_large_grid_is_drawn_against_the_baseline_by_its_best_cell_each():
-    """Beyond 12 systems, the per-query plots show plain systems, tuned rows and the best cell of each grid."""
+    """Beyond 12 systems, the per-query plots show plain systems, tuned rows and the best cell of each grid,
+    best first (g[k=13]: mean 0.575; g[tuned]: 0.55; dense: 0.5)."""
     from tests.zerda_eval.analysis.frames import frames
     from zerda_eval.analysis.compare import CompareSpec
     from zerda_eval.analysis.settings import AnalysisSettings
@@ -183,7 +184,9 @@ def test_a_large_grid_is_drawn_against_the_baseline_by_its_best_cell_each():
     results, per_query = frames(values)
     settings = AnalysisSettings(compare=CompareSpec(baseline="bm25"))
     data = RunData(Path("."), "t", {}, None, results, per_query, settings, ["ndcg@10"])
-    pairs, left_out = plots._paired(data, "d", "ndcg@10")
-    assert [system for system, _ in pairs] == ["dense", "g[k=13]", "g[tuned]"] and left_out == 13
+    pairs, drawn = plots._paired(data, "d", "ndcg@10")
+    assert [system for system, _ in pairs] == ["g[k=13] (best of 14)", "g[tuned]", "dense"]
+    assert drawn.hidden_cells == 13 and drawn.hidden_entries == ()
     small = RunData(Path("."), "t", {}, None, results.iloc[:5], per_query, settings, ["ndcg@10"])
-    assert len(plots._paired(small, "d", "ndcg@10")[0]) == 4 and plots._paired(small, "d", "ndcg@10")[1] == 0
+    pairs, drawn = plots._paired(small, "d", "ndcg@10")
+    assert len(pairs) == 4 and drawn.hidden_cells == 0
