@@ -178,6 +178,7 @@ SCRIPT = """
       tops.append(topList(d, a, q, "A"), topList(d, b, q, "B"));
       cell.append(text, tops);
       row.after(detail);
+      detail.scrollIntoView({block: "nearest"});  // both lists in sight, the focused button above them
     }
     button.setAttribute("aria-expanded", String(!open));
     button.textContent = open ? "open" : "close";
