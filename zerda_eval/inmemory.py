@@ -43,7 +43,7 @@ from zerda_eval.report.tables import RunData, Table, comparison_table, metric_ta
 from zerda_eval.spec.experiment import DEFAULT_SEED
 from zerda_eval.spec.tuning import DEFAULT_FOLDS
 from zerda_eval.store import run_files
-from zerda_eval.store.run_files import integer_grade
+from zerda_eval.store.qrels_text import integer_grade
 
 WEIGHT_STEP = 0.1  # optimize_fusion's default weights grid: every weight vector in steps of 0.1 summing to 1
 DATASET = "runs"  # the dataset label of an in-memory comparison (one set of qrels)

@@ -23,22 +23,10 @@ from ir_datasets.formats import GenericDoc, GenericQuery, TrecQrel
 from zerda_eval.datasets.collection import Collection, build_collection
 from zerda_eval.datasets.records import check_id
 from zerda_eval.errors import ConfigError, DataFormatError, DatasetError
+from zerda_eval.store.qrels_text import numbered_lines, read_qrels_lines
 
 FORMATS = ("beir", "trec")
 USER_OPTIONS = ("path", "format", "split", "language", "corpus", "queries", "qrels")
-
-
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Numbered non-blank lines of a UTF-8 file (a BOM is dropped)."""
-    for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
-        try:
-            line = raw.decode("utf-8").removeprefix("\ufeff").rstrip("\r")
-        except UnicodeDecodeError as error:
-            raise DataFormatError(
-                f"{path}:{number}: not UTF-8 text ({error.reason} at byte {error.start}); re-save the file as UTF-8"
-            ) from None
-        if line.strip():
-            yield number, line
 
 
 def _records(path: Path, kind: str, title: bool = True) -> Iterator[tuple[int, str, str]]:
@@ -46,7 +34,7 @@ def _records(path: Path, kind: str, title: bool = True) -> Iterator[tuple[int, s
 
     The text is title + " " + text when there is a title (BEIR's convention), the text alone with ``title=False``.
     """
-    for number, line in _lines(path):
+    for number, line in numbered_lines(path):
         where = f"{path}:{number}"
         if path.suffix == ".jsonl":
             fields = _json_fields(line, where)
@@ -107,29 +95,13 @@ def _docs(path: Path, title: bool = True) -> list[GenericDoc]:
 
 
 def _qrels(path: Path, trec: bool, doc_ids: set[str], query_ids: set[str]) -> list[TrecQrel]:
-    expected = "'qid iter docid relevance' (4 columns)" if trec else "'query-id<TAB>corpus-id<TAB>score'"
-    rows = []
-    judged: dict[tuple[str, str], tuple[int, int]] = {}  # (qid, doc id) -> (grade, first line)
-    for number, line in _lines(path):
-        cols = line.split() if trec else line.split("\t")
-        if not trec and number == 1 and cols[0] == "query-id":
-            continue
-        if len(cols) != (4 if trec else 3) or not cols[-1].strip().lstrip("-").isdigit():
-            raise DataFormatError(f"{path}:{number}: expected {expected}, got {line!r}")
-        qid, doc_id = cols[0].strip(), cols[2 if trec else 1].strip()
-        for kind, value, known in (("query", qid, query_ids), ("doc", doc_id, doc_ids)):
+    """The folder's judgements (``store.qrels_text``), each naming a query and a document of the folder."""
+    rows = read_qrels_lines(path, "trec" if trec else "beir")
+    for row in rows:
+        for kind, value, known in (("query", row.query_id, query_ids), ("doc", row.doc_id, doc_ids)):
             if value not in known:
-                raise DataFormatError(f"{path}:{number}: {kind} id {value!r} is not in the {kind} file")
-        grade = int(cols[-1])
-        first = judged.setdefault((qid, doc_id), (grade, number))
-        if first[0] != grade:
-            raise DataFormatError(
-                f"{path}:{number}: query {qid!r} and doc {doc_id!r} are judged {grade} here and {first[0]} on "
-                f"line {first[1]}; keep one judgement per pair"
-            )
-        if first[1] == number:
-            rows.append(TrecQrel(qid, doc_id, grade, cols[1] if trec else "0"))
-    return rows
+                raise DataFormatError(f"{path}:{row.line}: {kind} id {value!r} is not in the {kind} file")
+    return [TrecQrel(row.query_id, row.doc_id, row.grade, row.iteration) for row in rows]
 
 
 def option_key(where: str | None, dataset: str, key: str) -> str:

@@ -13,13 +13,12 @@ The kind follows the extension (``.json``, ``.parquet`` / ``.parq``; else TREC) 
 given. A run is read as ``{qid: [(doc_id, score), ...]}`` in file order (the measures apply the one
 tie-break); a run is written in the tie-break order (``evaluation.ranking``), TREC lines by
 ``run_dir.format_trec``, the format of every cell's ``run.trec``. A malformed file is a one-line
-``DataFormatError`` naming the file (and line).
+``DataFormatError`` naming the file (and line); qrels follow ``store.qrels_text``'s rules.
 """
 
 from __future__ import annotations
 
 import json
-import numbers
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -29,22 +28,12 @@ import pandas as pd
 from zerda_eval.errors import DataFormatError
 from zerda_eval.evaluation.ranking import Run, sort_ranking
 from zerda_eval.store.files import atomic_write_bytes, atomic_write_text
+from zerda_eval.store.qrels_text import judgements, read_qrels_lines
 from zerda_eval.store.run_dir import RUN_TAG, format_trec, read_trec
 
 KINDS = ("trec", "json", "parquet")
 PARQUET_COLUMNS = ("q_id", "doc_id", "score")  # ranx's Run/Qrels.from_parquet defaults
 Qrels = dict[str, dict[str, int]]
-
-
-def integer_grade(value: Any) -> int | None:
-    """A judgement grade as an int (an integral float or numpy integer too), None if it is not one."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, numbers.Real) and float(value).is_integer():
-        return int(value)
-    return None
 
 
 def file_kind(path: str | Path, kind: str | None = None) -> str:
@@ -88,17 +77,13 @@ def read_qrels(path: str | Path, kind: str | None = None) -> Qrels:
     """A qrels file as ``{qid: {doc_id: grade}}``; a pair judged twice with two grades is an error."""
     path = Path(path)
     kind = file_kind(path, kind)
+    if kind == "trec":
+        rows = read_qrels_lines(path)
+    else:
+        rows = judgements(path, ((qid, doc, grade, "0", 0) for qid, doc, grade in _records(path, kind, "grade")))
     qrels: Qrels = {}
-    records = _trec_qrels(path) if kind == "trec" else _records(path, kind, "grade")
-    for qid, doc_id, grade in records:
-        value, grade = grade, integer_grade(grade)
-        if grade is None:
-            raise DataFormatError(f"{path}: query {qid!r}, doc {doc_id!r}: grade {value!r} is not an integer")
-        judged = qrels.setdefault(qid, {})
-        if judged.setdefault(doc_id, grade) != grade:
-            raise DataFormatError(
-                f"{path}: query {qid!r} and doc {doc_id!r} are judged {judged[doc_id]} and {grade}; keep one judgement"
-            )
+    for judgement in rows:
+        qrels.setdefault(judgement.query_id, {})[judgement.doc_id] = judgement.grade
     return qrels
 
 
@@ -112,16 +97,6 @@ def write_qrels(qrels: Mapping[str, Mapping[str, int]], path: str | Path, kind: 
     else:
         _write_records(path, kind, rows)
     return path
-
-
-def _trec_qrels(path: Path) -> Iterator[tuple[str, str, int]]:
-    for number, line in enumerate(_text(path).splitlines(), start=1):
-        parts = line.split()
-        if not parts:
-            continue
-        if len(parts) != 4 or not parts[3].lstrip("-").isdigit():
-            raise DataFormatError(f"{path}:{number}: expected 'qid iter docid grade' (integer grade), got {line!r}")
-        yield parts[0], parts[2], int(parts[3])
 
 
 def _records(path: Path, kind: str, value: str) -> Iterator[tuple[str, str, Any]]:

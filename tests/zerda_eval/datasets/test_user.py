@@ -74,7 +74,7 @@ def test_malformed_qrels_line_names_file_and_line(tmp_path):
     with pytest.raises(DataFormatError) as error:
         load_collection("bad", path=tmp_path, format="trec")
     message = str(error.value)
-    assert "\n" not in message and message.startswith(f"{qrels}:2: expected 'qid iter docid relevance'")
+    assert "\n" not in message and message.startswith(f"{qrels}:2: expected 'qid iter docid grade'")
 
 
 def test_qrels_naming_an_unknown_doc(beir_folder):
