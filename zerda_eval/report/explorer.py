@@ -194,7 +194,7 @@ SCRIPT = """
     $("ex-summary").textContent = `${m}: B beats A on ${wins} queries, A beats B on ${losses}, ` +
       `${order.length - wins - losses} ties; largest differences first.`;
     body.replaceChildren();
-    for (const q of order) {
+    for (const [i, q] of order.entries()) {
       const row = body.insertRow();
       const cells = [d.queries[q], d.texts[q], fmt(va[q]), fmt(vb[q])];
       cells.forEach((text, i) => {
@@ -209,11 +209,23 @@ SCRIPT = """
       button.type = "button";
       button.textContent = "open";
       button.setAttribute("aria-expanded", "false");
+      button.tabIndex = i === 0 ? 0 : -1;  // one Tab stop for the whole list: the arrow keys move in it
       button.setAttribute("aria-label", "show query " + d.queries[q] + " and both top " + d.top[a][q].length);
       button.addEventListener("click", () => toggle(button, d, q, Number(aSel.value), Number(bSel.value)));
       row.insertCell().append(button);
     }
   }
+  body.addEventListener("focusin", (event) => {  // the focused query's button is the list's Tab stop
+    if (event.target.tagName !== "BUTTON") return;
+    for (const other of body.querySelectorAll("button")) other.tabIndex = other === event.target ? 0 : -1;
+  });
+  body.addEventListener("keydown", (event) => {
+    const buttons = [...body.querySelectorAll("button")], at = buttons.indexOf(document.activeElement);
+    const to = {ArrowDown: at + 1, ArrowUp: at - 1, Home: 0, End: buttons.length - 1}[event.key];
+    if (at < 0 || to === undefined || event.altKey || event.ctrlKey || event.metaKey) return;
+    event.preventDefault();
+    buttons[Math.max(0, Math.min(buttons.length - 1, to))].focus();
+  });
   dsSel.addEventListener("change", pickDataset);
   [mSel, aSel, bSel].forEach((sel) => sel.addEventListener("change", render));
   pickDataset();
@@ -222,8 +234,9 @@ SCRIPT = """
 
 HEAD_TEXT = (
     "Choose a dataset, a measure and two systems A and B: the queries are listed by how much B differs from "
-    "A on that measure, largest difference first (green: B better, red: A better). Open a query (Tab to its "
-    f"button, Enter) to read it and see both systems' top {EXPLORER_TOP} with each document's judgement."
+    "A on that measure, largest difference first (green: B better, red: A better). Open a query to read it and "
+    f"see both systems' top {EXPLORER_TOP} with each document's judgement: Tab into the list, move with the "
+    "arrow keys (Home, End), Enter or Space opens and closes."
 )
 
 

@@ -1,7 +1,8 @@
 """The per-query explorer in headless Chromium at 1280 px, worked with the keyboard only: real key presses
-(``devtools.Browser.press``: Tab, arrow keys, End, Enter, Space) reach the controls, choose two systems,
-move through the sorted query list and open and close a query; the page is only read, never clicked or
-scripted. What it shows is checked against the run directory and the judgements read from the shared files.
+(``devtools.Browser.press``: Tab, arrow keys, Home, End, Enter, Space) reach the controls, choose two
+systems, move through the sorted query list (one Tab stop; the arrow keys move in it) and open and close a
+query; the page is only read, never clicked or scripted. What it shows is checked against the run directory
+and the judgements read from the shared files.
 """
 
 from __future__ import annotations
@@ -71,15 +72,25 @@ def test_the_explorer_works_with_the_keyboard_at_1280_px(run_dir, shared_dir, tm
         listed = browser.read(SHOWN)
         browser.press("Tab")  # into the sorted list: the first query's button
         first = browser.read(SHOWN)
-        browser.press("Tab")
-        browser.press("Tab")  # down the list to the third query
+        browser.press("ArrowDown")
+        browser.press("ArrowDown")  # down the list to the third query
         third = browser.read(SHOWN)
         browser.press("Enter")  # open it
         opened = browser.read(SHOWN)
         browser.press(" ")  # and close it again
         closed = browser.read(SHOWN)
-        browser.press("Tab", shift=True)  # back up the list
+        browser.press("ArrowUp")  # back up the list
         back = browser.read(SHOWN)
+        browser.press("End")
+        last = browser.read(SHOWN)
+        browser.press("Home")
+        home = browser.read(SHOWN)
+        browser.press("Tab", shift=True)  # out of the list, back to system B, and in again: where it was
+        out = browser.read(FOCUSED)
+        browser.press("Tab")
+        again = browser.read(SHOWN)
+        browser.press("Tab")  # one Tab leaves the list, however long it is
+        after = browser.read(SHOWN)
 
     cell_a, cell_b = rows["cell_id"].iloc[1], rows["cell_id"].iloc[-1]
     assert listed["systems"] == [data.labels[rows["system"].iloc[1]], data.labels[rows["system"].iloc[-1]]]
@@ -117,6 +128,9 @@ def test_the_explorer_works_with_the_keyboard_at_1280_px(run_dir, shared_dir, tm
     assert opened["scrollWidth"] <= VIEWPORT and opened["beyond"] == []
     assert closed["expanded"][2] == "false" and closed["text"] is None and closed["focusedRow"] == 2
     assert back["focusedRow"] == 1
+    assert last["focusedRow"] == len(listed["rows"]) - 1 and home["focusedRow"] == 0
+    assert out == "ex-b" and again["focusedRow"] == 0 and again["focusedTag"] == "BUTTON"
+    assert after["focusedRow"] == -1
 
 
 def judgement(grade: int | None) -> str:
