@@ -61,9 +61,13 @@ class Browser:
         self._next_id = 0
         self._events: list[dict[str, Any]] = []
         self.session = ""
-        page = next(t for t in self.call("Target.getTargets")["targetInfos"] if t["type"] == "page")
-        self.session = self.call("Target.attachToTarget", targetId=page["targetId"], flatten=True)["sessionId"]
-        self.call("Page.enable")
+        try:
+            page = next(t for t in self.call("Target.getTargets")["targetInfos"] if t["type"] == "page")
+            self.session = self.call("Target.attachToTarget", targetId=page["targetId"], flatten=True)["sessionId"]
+            self.call("Page.enable")
+        except BaseException:  # no browser left running behind a failed start
+            self.__exit__()
+            raise
 
     def __enter__(self) -> Browser:
         return self
@@ -93,7 +97,10 @@ class Browser:
         message = {"id": self._next_id, "method": method, "params": params}
         if self.session:
             message["sessionId"] = self.session
-        os.write(self._send, json.dumps(message).encode() + b"\0")
+        try:
+            os.write(self._send, json.dumps(message).encode() + b"\0")
+        except BrokenPipeError:
+            raise DevToolsError(f"{method}: chromium closed the pipe (exit code {self._process.poll()})") from None
         while True:
             answer = self._message()
             if answer.get("id") == self._next_id:
