@@ -10,10 +10,46 @@ from __future__ import annotations
 
 from pathlib import Path
 
-VOCABULARY = (
-    "[PAD] [UNK] [CLS] [SEP] [MASK] the a of and in on to is cat sat mat dog ran lava volcano magma "
-    "erupt ##s ##ed bee honey flower hive jet engine fuel plane bread flour oven water sun plant"
-).split()
+VOCABULARY = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "the",
+    "a",
+    "of",
+    "and",
+    "in",
+    "on",
+    "to",
+    "is",
+    "cat",
+    "sat",
+    "mat",
+    "dog",
+    "ran",
+    "lava",
+    "volcano",
+    "magma",
+    "erupt",
+    "##s",
+    "##ed",
+    "bee",
+    "honey",
+    "flower",
+    "hive",
+    "jet",
+    "engine",
+    "fuel",
+    "plane",
+    "bread",
+    "flour",
+    "oven",
+    "water",
+    "sun",
+    "plant",
+]
 
 
 def write_tiny_cross_encoder(folder: Path, seed: int = 7) -> Path:
