@@ -162,3 +162,13 @@ def test_a_model_changed_after_the_file_was_read_is_refused(tmp_path, model):
     write_tiny_cross_encoder(folder, seed=9)
     with pytest.raises(ZerdaEvalError, match=r"rerank 'ce': the model folder .* changed since"):
         experiment.run(progress=False)
+
+
+def test_only_a_rerank_of_a_fusion_runs_every_cell_it_needs(tmp_path, model):
+    """``--only`` follows inputs of inputs: the rerank's fusion, and the systems that fusion fuses."""
+    extra = '\n[[fusions]]\nname = "rrf"\ninputs = ["bm25", "bm25_fast"]\nmethod = "rrf"\n'
+    rerank = RERANK.replace('"bm25"', '"rrf"')
+    experiment = Experiment.from_toml(write_experiment(tmp_path, model, rerank, extra))
+    only = experiment.only("ce")
+    assert set(only.cells["system"]) == {"bm25", "bm25_fast", "rrf", "ce"}
+    assert set(only.run(progress=False).table["system"]) == {"bm25", "bm25_fast", "rrf", "ce"}

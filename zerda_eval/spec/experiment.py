@@ -113,7 +113,7 @@ class ExperimentSpec:
         if label not in names:
             raise ConfigError(unknown_value_message("system for --only", label, names, str(self.path)))
         wanted = {c.cell_id for c in self.cells if label in (c.name, c.label)}
-        for cell in self.cells:
+        for cell in reversed(self.cells):  # a cell's inputs come before it: inputs of inputs are reached too
             if cell.cell_id in wanted:
                 wanted.update(cell.inputs)
         cells = [c for c in self.cells if c.cell_id in wanted]
