@@ -172,3 +172,21 @@ def test_only_a_rerank_of_a_fusion_runs_every_cell_it_needs(tmp_path, model):
     only = experiment.only("ce")
     assert set(only.cells["system"]) == {"bm25", "bm25_fast", "rrf", "ce"}
     assert set(only.run(progress=False).table["system"]) == {"bm25", "bm25_fast", "rrf", "ce"}
+
+
+def test_a_no_answer_from_the_input_is_kept(tmp_path, model):
+    """An input that answers the no-answer id alone (its top score under no_answer_threshold) has no passage
+    to score: the rerank keeps that answer; the other queries are re-ranked."""
+    extra = '\n[[systems]]\nname = "picky"\nfamily = "zerda.keyword"\nparams = { no_answer_threshold = 1.5 }\n'
+    results = Experiment.from_toml(write_experiment(tmp_path, model, RERANK.replace('"bm25"', '"picky"'), extra)).run(
+        progress=False
+    )
+    picky = read_cell_run(results.run_dir, results.cell_id("picky", dataset="toy"))
+    reranked = read_cell_run(results.run_dir, results.cell_id("ce", dataset="toy"))
+    unanswered = [qid for qid, ranking in picky.items() if [d for d, _ in ranking] == ["-1"]]
+    assert 0 < len(unanswered) < len(QUERIES)  # the threshold splits the toy queries
+    for qid in QUERIES:
+        if qid in unanswered:
+            assert reranked[qid] == picky[qid]
+        else:
+            assert sorted(d for d, _ in reranked[qid]) == sorted(d for d, _ in picky[qid][:K])

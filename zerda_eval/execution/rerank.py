@@ -21,6 +21,7 @@ from retrieval.core.hashing import folder_sha256
 from retrieval.pipeline.cross_encoders import LocalCrossEncoder
 from retrieval.pipeline.errors import RetrieverError
 from retrieval.pipeline.models import ContextItem, QueryBundle
+from zerda_eval.datasets.collection import NO_ANSWER_ID
 from zerda_eval.errors import ConfigError, RunError
 from zerda_eval.evaluation.efficiency import (
     LATENCY_KEY,
@@ -102,7 +103,13 @@ def _load_model(label: str, params: Mapping[str, Any], recorded_sha256: str) -> 
 
 
 def _rerank_one(model: LocalCrossEncoder, query: str, ranking: Ranking, k: int, texts: Mapping[str, str]) -> Ranking:
-    """The top ``k`` of ``ranking`` ordered by the cross-encoder's scores of (query, document text)."""
+    """The top ``k`` of ``ranking`` ordered by the cross-encoder's scores of (query, document text).
+
+    An input that answered "no answer" (the no-answer id alone, Qur'an QA's rule) keeps that answer: there
+    is no passage to score.
+    """
+    if [doc_id for doc_id, _ in ranking] == [NO_ANSWER_ID]:
+        return list(ranking)
     items = [ContextItem(id=doc_id, content=texts[doc_id]) for doc_id, _ in ranking[:k]]
     reranked = model.rerank(QueryBundle(query_str=query), items, len(items))
     return [(item.id, item.metadata["raw_score"]) for item in reranked]
