@@ -7,6 +7,7 @@ same (query, document text) pairs, over the input cell's stored run; latency add
 from __future__ import annotations
 
 import json
+import math
 import shutil
 
 import pytest
@@ -190,3 +191,20 @@ def test_a_no_answer_from_the_input_is_kept(tmp_path, model):
             assert reranked[qid] == picky[qid]
         else:
             assert sorted(d for d, _ in reranked[qid]) == sorted(d for d, _ in picky[qid][:K])
+
+
+def test_over_a_run_file_the_costs_are_not_measured(tmp_path, model):
+    """A run file's costs are unknown, so the rerank's total latency is too ("not measured"), as a fusion's."""
+    run_file = tmp_path / "external.trec"
+    run_file.write_text(
+        "".join(f"{qid} Q0 {doc} {rank} {10 - rank} x\n" for qid in QUERIES for rank, doc in enumerate(DOCS, 1)),
+        encoding="utf-8",
+    )
+    extra = f'\n[[systems]]\nname = "ext"\nfamily = "run_file"\nparams = {{ path = "{run_file}" }}\n'
+    results = Experiment.from_toml(write_experiment(tmp_path, model, RERANK.replace('"bm25"', '"ext"'), extra)).run(
+        progress=False
+    )
+    row = results.table.set_index("system").loc["ce"]
+    assert math.isnan(row["latency_mean_ms"]) and math.isnan(row["index_time_s"])
+    reranked = read_cell_run(results.run_dir, results.cell_id("ce", dataset="toy"))
+    assert all(sorted(d for d, _ in reranked[qid]) == sorted(list(DOCS)[:K]) for qid in QUERIES)
