@@ -47,6 +47,17 @@ def cross_encoder_folder(folder: str | Path) -> Path:
     return path
 
 
+def cross_encoder_class() -> type:
+    """sentence-transformers' ``CrossEncoder`` (imported on first use: a timer can leave the import out)."""
+    try:
+        from sentence_transformers import CrossEncoder
+    except ImportError:
+        raise RetrieverError(
+            "the cross-encoder reranker needs sentence-transformers; pip install zerda-eval[neural]"
+        ) from None
+    return CrossEncoder
+
+
 @contextmanager
 def _quiet_loading() -> Iterator[None]:
     """transformers' weight-loading progress bar off while a model loads (the harness prints its own), then
@@ -70,15 +81,10 @@ class LocalCrossEncoder:
             raise RetrieverError(f"cross-encoder batch_size must be an integer >= 1, got {batch_size!r}")
         self.path = cross_encoder_folder(folder)
         self.batch_size = batch_size
-        try:
-            from sentence_transformers import CrossEncoder
-        except ImportError:
-            raise RetrieverError(
-                "the cross-encoder reranker needs sentence-transformers; pip install zerda-eval[neural]"
-            ) from None
+        cross_encoder = cross_encoder_class()
         try:
             with _quiet_loading():
-                self._model = CrossEncoder(str(self.path), device="cpu", local_files_only=True)
+                self._model = cross_encoder(str(self.path), device="cpu", local_files_only=True)
         except Exception as exc:  # a broken or partial folder: what the library said, on one line
             message = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise RetrieverError(

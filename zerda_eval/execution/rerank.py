@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.core.hashing import folder_sha256
-from retrieval.pipeline.cross_encoders import LocalCrossEncoder
+from retrieval.pipeline.cross_encoders import LocalCrossEncoder, cross_encoder_class
 from retrieval.pipeline.errors import RetrieverError
 from retrieval.pipeline.models import ContextItem, QueryBundle
 from zerda_eval.datasets.collection import NO_ANSWER_ID
@@ -51,9 +51,7 @@ def reranked_run(
         raise RunError(f"rerank {cell.label!r}: input cell {input_id} has no finished run; rerun without --only")
     candidates = read_cell_run(output_dir, input_id)
     memory = RssWindow()
-    start = time.perf_counter()
-    model = _load_model(cell.label, params, spec["model_sha256"])
-    load_s = time.perf_counter() - start
+    model, load_s = _load_model(cell.label, params, spec["model_sha256"])
     texts = dict(zip(collection.doc_ids, collection.texts, strict=True))
     run: Run = {}
     own: dict[str, float] = {}
@@ -88,16 +86,20 @@ def reranked_run(
     return run, efficiency, stats
 
 
-def _load_model(label: str, params: Mapping[str, Any], recorded_sha256: str) -> LocalCrossEncoder:
-    """The cross-encoder, checked to be the folder content the cell id was computed from."""
+def _load_model(label: str, params: Mapping[str, Any], recorded_sha256: str) -> tuple[LocalCrossEncoder, float]:
+    """The cross-encoder, checked to be the folder content the cell id was computed from, and the seconds
+    loading it took (sentence-transformers' import, shared by every model, is left out)."""
     folder = model_folder(params["model"])
     try:
+        cross_encoder_class()
         if folder_sha256(folder) != recorded_sha256:
             raise RunError(
                 f"rerank {label!r}: the model folder {str(folder)!r} changed since the experiment was loaded; "
                 "run the experiment again"
             )
-        return LocalCrossEncoder(folder, batch_size=params["batch_size"])
+        start = time.perf_counter()
+        model = LocalCrossEncoder(folder, batch_size=params["batch_size"])
+        return model, time.perf_counter() - start
     except (RetrieverError, OSError) as exc:
         raise ConfigError(f"rerank {label!r}: {exc}") from None
 
