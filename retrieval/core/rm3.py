@@ -21,6 +21,7 @@ named here; the engines pass their first pass, document terms and weighted pass 
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -54,15 +55,15 @@ def relevance_model(feedback: Sequence[tuple[Mapping[str, int], float]], fb_term
 
     Documents with a score <= 0 or no tokens contribute nothing; no usable document gives ``{}``.
     """
-    used = [(counts, score) for counts, score in feedback if score > 0 and sum(counts.values()) > 0]
-    total_score = sum(score for _, score in used)
+    used = [(counts, sum(counts.values()), score) for counts, score in feedback if score > 0]
+    used = [(counts, length, score) for counts, length, score in used if length > 0]
+    total_score = sum(score for _, _, score in used)
     weights: dict[str, float] = {}
-    for counts, score in used:
+    for counts, length, score in used:
         p_query = score / total_score
-        length = sum(counts.values())
         for term, tf in counts.items():
             weights[term] = weights.get(term, 0.0) + tf / length * p_query
-    kept = sorted(weights.items(), key=lambda item: (-item[1], item[0]))[:fb_terms]
+    kept = heapq.nsmallest(fb_terms, weights.items(), key=lambda item: (-item[1], item[0]))
     kept_total = sum(weight for _, weight in kept)
     return {term: weight / kept_total for term, weight in kept} if kept_total > 0 else {}
 
