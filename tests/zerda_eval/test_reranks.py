@@ -208,3 +208,16 @@ def test_over_a_run_file_the_costs_are_not_measured(tmp_path, model):
     assert math.isnan(row["latency_mean_ms"]) and math.isnan(row["index_time_s"])
     reranked = read_cell_run(results.run_dir, results.cell_id("ce", dataset="toy"))
     assert all(sorted(d for d, _ in reranked[qid]) == sorted(list(DOCS)[:K]) for qid in QUERIES)
+
+
+def test_the_cell_id_covers_the_code_that_scores():
+    """Editing the cross-encoder glue or seed 004's reranker changes every rerank cell's id."""
+    from zerda_eval.spec.code_fingerprint import modules_of
+    from zerda_eval.spec.experiment import RERANK_MODULE
+
+    covered = modules_of(RERANK_MODULE)
+    assert {
+        "retrieval.pipeline.cross_encoders",
+        "retrieval.pipeline.rerankers",
+        "zerda_eval.execution.rerank",
+    } <= covered
