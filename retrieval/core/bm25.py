@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from retrieval.core.top_k import top_k_indices
 
@@ -100,4 +100,22 @@ class BM25Index:
         if not self.corpus or k <= 0:
             return []
         scores = self.scores(query_tokens)
+        return [(doc_index, scores[doc_index]) for doc_index in top_k_indices(scores, k)]
+
+    def weighted_scores(self, term_weights: Mapping[str, float]) -> list[float]:
+        """``sum over t of w(t) * bm25(t, d)`` for every document: a weighted query (RM3's second pass).
+
+        Terms are added in the mapping's order; ``{t: 2.0}`` scores as the query ``[t, t]``.
+        """
+        scores = [0.0] * len(self.corpus)
+        for term, weight in term_weights.items():
+            for doc_index, term_score in self._postings.get(term, ()):
+                scores[doc_index] += weight * term_score
+        return scores
+
+    def weighted_top_k(self, term_weights: Mapping[str, float], k: int) -> list[tuple[int, float]]:
+        """``top_k`` of ``weighted_scores``: best first, ties by lower doc index, at most ``k`` long."""
+        if not self.corpus or k <= 0:
+            return []
+        scores = self.weighted_scores(term_weights)
         return [(doc_index, scores[doc_index]) for doc_index in top_k_indices(scores, k)]

@@ -131,6 +131,34 @@ def test_only_unknown_system_suggests(cli, tmp_path):
     assert_no_partial_output(tmp_path / "out")
 
 
+def write_rerank(tmp_path: Path, model: str) -> Path:
+    """The default experiment plus a ``[[reranks]]`` of its BM25 by ``model``."""
+    config = experiment_toml(tmp_path)
+    rerank = f'\n[[reranks]]\nname = "ce"\ninput = "bm25"\nmodel = "{model}"\nk = 5\n'
+    config.write_text(config.read_text(encoding="utf-8") + rerank, encoding="utf-8")
+    return config
+
+
+@pytest.mark.parametrize("folder", ["missing", "bi-encoder"])
+def test_a_rerank_model_folder_that_is_no_cross_encoder_is_one_line(folder, cli, tmp_path):
+    if folder == "bi-encoder":
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "config.json").write_text('{"architectures": ["BertModel"]}', encoding="utf-8")
+    config = write_rerank(tmp_path, f"st:{folder}")  # relative: to the experiment file's folder
+    line = assert_one_line_error(cli("run", config), "experiment.toml", "reranks[0].model", str(tmp_path / folder))
+    assert ("not found" if folder == "missing" else "is not a cross-encoder") in line
+    assert not (tmp_path / "out").exists()  # validation happens before any work
+
+
+def test_a_rerank_model_that_cannot_load_stops_at_its_cell_in_one_line(cli, tmp_path):
+    folder = tmp_path / "weightless"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"architectures": ["BertForSequenceClassification"]}', encoding="utf-8")
+    line = assert_one_line_error(cli("run", write_rerank(tmp_path, f"st:{folder}")), "rerank 'ce'", str(folder))
+    assert "cannot load the cross-encoder" in line
+    assert_no_partial_output(tmp_path / "out")
+
+
 # --- the user's collection -------------------------------------------------------------------------
 
 

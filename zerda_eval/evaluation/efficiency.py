@@ -181,4 +181,5 @@ def figure(value: float | None) -> float:
 
 
 BUILD_COLUMN = "index_build_s"  # from-scratch cost of the index; index_time_s is this run's wall time
+LATENCY_KEY = "latency_ms"  # a cell's stats key: per-query latencies (ms) that fusions and reranks add up
 EFFICIENCY_COLUMNS = ("index_time_s", BUILD_COLUMN, *(f.name for f in fields(Efficiency) if f.name != "index_time_s"))

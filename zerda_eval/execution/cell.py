@@ -30,6 +30,7 @@ from tqdm import tqdm
 from zerda_eval.errors import DatasetError, RunError, ZerdaEvalWarning
 from zerda_eval.evaluation.efficiency import (
     BUILD_COLUMN,
+    LATENCY_KEY,
     Efficiency,
     RssWindow,
     as_json,
@@ -39,9 +40,11 @@ from zerda_eval.evaluation.efficiency import (
 )
 from zerda_eval.evaluation.measures import evaluate_collection
 from zerda_eval.evaluation.ranking import Run, tie_break
+from zerda_eval.execution.rerank import MODEL_LOAD_KEY, reranked_run
 from zerda_eval.execution.tuning import train_overlap, tuned_run
 from zerda_eval.hashing import canonical_json
 from zerda_eval.spec.experiment import CellSpec
+from zerda_eval.spec.reranks import RERANK
 from zerda_eval.spec.tuning import TUNED
 from zerda_eval.store.build_costs import (
     COUNTED_ONCE_KEY,
@@ -60,8 +63,6 @@ from zerda_eval.store.run_dir import (
     verified_result,
     write_cell,
 )
-
-LATENCY_KEY = "latency_ms"  # stats key: per-query latencies (ms) a fusion adds up
 
 
 @dataclass(frozen=True)
@@ -120,19 +121,22 @@ def _compute(
             train = cell.config.get("train_dataset")
             train_queries = _evaluated_queries(train) if train else {}
             run, efficiency, stats = tuned_run(cell, output_dir, queries, train_queries)
+        elif cell.kind == RERANK:
+            run, efficiency, stats = reranked_run(cell, output_dir, collection, queries)
         else:
             run, efficiency, stats = _search(cell, collection, queries, cache_dir, progress, systems)
     run = _finish_run(run, collection, cell.config["depth"])
     per_query, means = evaluate_collection(run, collection, qids, cell.config["measures"])
     measured = asdict(efficiency)
     if cell.kind != "system":  # what the cells it fuses (or, tuned, the cells it chose) cost from scratch,
-        used = cell.inputs if cell.kind == "fusion" else stats["tuning"]["cells"]  # a shared entry once
+        used = stats["tuning"]["cells"] if cell.kind == TUNED else cell.inputs  # a shared entry once
         results = [load_result(output_dir, cell_id) or {} for cell_id in used]
         build, once = counted_once(
             [figure(result.get("efficiency", {}).get(BUILD_COLUMN)) for result in results],
             [result.get("stats", {}).get(SHARED_KEY, {}) for result in results],
             "build_s",
         )
+        build += stats.get(MODEL_LOAD_KEY, 0.0)  # a rerank also loads its model
         stats = {**stats, COUNTED_ONCE_KEY: once} if once else stats
     else:  # this run's wall time, with each store entry's recorded build time in place of its read time
         build = measured["index_time_s"] - costs.spent_s + costs.build_s

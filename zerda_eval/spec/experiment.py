@@ -40,9 +40,10 @@ from zerda_eval.spec.checks import (
     get_inline_table,
     get_table,
 )
+from zerda_eval.spec.reranks import MODEL_PREFIX, RERANK, RERANK_LIBRARIES, parse_rerank
 from zerda_eval.spec.tuning import TUNED, Tuning, parse_tune, parse_tuning, tuned_groups
 
-TOP_LEVEL_KEYS = ("experiment", "datasets", "systems", "fusions", "tuning", "compare", "study")
+TOP_LEVEL_KEYS = ("experiment", "datasets", "systems", "fusions", "reranks", "tuning", "compare", "study")
 EXPERIMENT_KEYS = ("name", "description", "output_dir", "seed", "depth", "measures", "cache_dir", "max_cells")
 DATASET_KEYS = ("id", "name", "max_queries", "measures")  # every other key is a protocol option of load_collection
 SYSTEM_KEYS = ("name", "family", "params", "grid", "tune")
@@ -53,6 +54,7 @@ DEFAULT_DEPTH = 100
 DEFAULT_MAX_CELLS = 10_000
 DEFAULT_SEED = 0  # [experiment].seed (it deals the folds of tuned rows)
 TUNING_MODULE = "zerda_eval.execution.tuning"  # what a tuned cell executes (its code fingerprint's root)
+RERANK_MODULE = "zerda_eval.execution.rerank"  # what a rerank cell executes
 CONVENTIONS = {
     "tie_break": TIE_BREAK,
     "rrf": "1-based rank contributes weight / (k + rank)",
@@ -78,12 +80,13 @@ class CellSpec:
     """One cell of the grid: a dataset with a system (or a fusion of other cells) and its full config."""
 
     cell_id: str
-    kind: str  # "system" | "fusion" | "tuned"
+    kind: str  # "system" | "fusion" | "tuned" | "rerank"
     dataset: str  # dataset label (its id, or name of a user's folder)
     label: str  # system / fusion label, e.g. "bm25[b=0.5]"
     name: str  # system / fusion name from the file (label without the grid part)
     config: dict[str, Any]
-    inputs: tuple[str, ...] = ()  # fusion: the cells fused, in order; tuned: its grid cells (+ train split)
+    inputs: tuple[str, ...] = ()  # fusion: the cells fused, in order; tuned: its grid cells (+ train split);
+    # rerank: the one cell whose run it re-ranks
 
 
 @dataclass(frozen=True)
@@ -110,7 +113,7 @@ class ExperimentSpec:
         if label not in names:
             raise ConfigError(unknown_value_message("system for --only", label, names, str(self.path)))
         wanted = {c.cell_id for c in self.cells if label in (c.name, c.label)}
-        for cell in self.cells:
+        for cell in reversed(self.cells):  # a cell's inputs come before it: inputs of inputs are reached too
             if cell.cell_id in wanted:
                 wanted.update(cell.inputs)
         cells = [c for c in self.cells if c.cell_id in wanted]
@@ -170,6 +173,10 @@ def paths_from(raw: dict[str, Any], folder: Path) -> dict[str, Any]:
                 table["path"] = (
                     [joined(v) for v in value] if key == "grid" and isinstance(value, list) else joined(value)
                 )
+    for entry in raw.get("reranks", []) if isinstance(raw.get("reranks"), list) else []:
+        model = entry.get("model") if isinstance(entry, dict) else None
+        if isinstance(model, str) and model.startswith(MODEL_PREFIX):
+            entry["model"] = MODEL_PREFIX + joined(model[len(MODEL_PREFIX) :])
     return raw
 
 
@@ -218,10 +225,20 @@ def resolve_experiment(raw: Mapping[str, Any], source: str) -> ExperimentSpec:
         f"{source}: fusions",
         "system or fusion name",
     )
+    reranks = [
+        parse_rerank(entry, f"{source}: reranks[{i}]", depth)
+        for i, entry in enumerate(get_array(raw, "reranks", source, False))
+    ]
+    check_unique(
+        [s["name"] for s in systems] + [f["name"] for f in fusions] + [r["name"] for r in reranks],
+        f"{source}: reranks",
+        "system, fusion or rerank name",
+    )
 
     tuned = any(entry["tune"] is not None for entry in [*systems, *fusions])
     tuning = parse_tuning(raw, datasets, measures, tuned, source)
     cells = _cells(datasets, systems, fusions, common, source, tuning)
+    cells += _rerank_cells(datasets, reranks, cells, common, source)
     resolved = {
         "experiment": {
             "name": name,
@@ -233,6 +250,7 @@ def resolve_experiment(raw: Mapping[str, Any], source: str) -> ExperimentSpec:
         "datasets": datasets,
         "systems": systems,
         "fusions": fusions,
+        **({"reranks": reranks} if reranks else {}),
         "tuning": dataclasses.asdict(tuning) if tuning else {},
         **_analysis_tables(raw, source),
         "conventions": CONVENTIONS,
@@ -413,6 +431,25 @@ def _cells(
     return cells
 
 
+def _rerank_cells(datasets: list, reranks: list, cells: list[CellSpec], common: dict, source: str) -> list[CellSpec]:
+    """One rerank cell per ``[[reranks]]`` entry and dataset, reading the one cell its ``input`` names there
+    (a system, fusion or tuned row, by name or label)."""
+    out = []
+    for dataset in datasets:
+        by_name: dict[str, list[CellSpec]] = {}
+        for cell in cells:
+            if cell.dataset == dataset["label"]:
+                for key in {cell.name, cell.label}:
+                    by_name.setdefault(key, []).append(cell)
+        own = {**common, "measures": dataset["measures"]}
+        for i, rerank in enumerate(reranks):
+            source_cell = _one_cell(by_name, rerank["input"], f"{source}: reranks[{i}].input", "rerank input")
+            part = {"name": rerank["name"], "label": rerank["name"], "family": RERANK, **rerank}
+            extra = {"inputs": [source_cell.cell_id]}
+            out.append(_cell(RERANK, _cell_dataset(dataset), part, extra, own, dataset["label"], source))
+    return out
+
+
 def _cell_dataset(dataset: dict[str, Any]) -> dict[str, Any]:
     """What a cell's config records of its dataset."""
     return {k: dataset[k] for k in ("id", "given", "options", "max_queries", "content")}
@@ -472,6 +509,9 @@ def _cell(kind: str, dataset: dict, part: dict, extra: dict, common: dict, datas
         part = {**part, "content": content} if content else part
         # the optional libraries it runs (torch, onnxruntime, faiss, ...): a new version is a new cell
         common = {**common, "versions": {**common["versions"], **library_versions(optional_libraries(part["params"]))}}
+    elif kind == RERANK:
+        root = RERANK_MODULE
+        common = {**common, "versions": {**common["versions"], **library_versions(RERANK_LIBRARIES)}}
     else:
         root = TUNING_MODULE if kind == TUNED else "zerda_eval.fusion.methods"
     config = {"kind": kind, "dataset": dataset, kind: part, **extra, **common, "code": code_fingerprint(root)}
@@ -479,10 +519,10 @@ def _cell(kind: str, dataset: dict, part: dict, extra: dict, common: dict, datas
     return CellSpec(content_hash(config)[:16], kind, dataset_label, part["label"], part["name"], config, inputs)
 
 
-def _one_cell(by_name: dict[str, list[CellSpec]], name: str, where: str) -> CellSpec:
+def _one_cell(by_name: dict[str, list[CellSpec]], name: str, where: str, kind: str = "fusion input") -> CellSpec:
     found = by_name.get(name)
     if found is None:
-        raise ConfigError(unknown_value_message("fusion input", name, by_name, where))
+        raise ConfigError(unknown_value_message(kind, name, by_name, where))
     if len(found) != 1:
         labels = ", ".join(c.label for c in found)
         raise ConfigError(f"{where}: {name!r} is a grid of {len(found)} cells; name one of them: {labels}")

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import tempfile
 import weakref
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, ClassVar
 
 from retrieval.core import BM25Index
 from retrieval.core.bm25 import DEFAULT_B, DEFAULT_K1
 from retrieval.core.hashing import normalized_text_sha256
+from retrieval.core.rm3 import DEFAULT_FB_DOCS, DEFAULT_FB_TERMS, DEFAULT_ORIGINAL_QUERY_WEIGHT, RM3, rm3_top_k
 from retrieval.zerda import (
     BM25Scorer,
     ChunkMetadata,
@@ -29,7 +32,7 @@ from retrieval.zerda import (
     VectorRetriever,
 )
 from retrieval.zerda.config import RRF_ORDERS
-from zerda_eval.errors import RunError
+from zerda_eval.errors import ConfigError, RunError
 from zerda_eval.evaluation.ranking import Ranking
 from zerda_eval.systems.analysis import (
     ANALYZER_PARAMS,
@@ -46,6 +49,44 @@ BM25_PARAMS = {
     "k1": ParamSpec(DEFAULT_K1, "float", "BM25 term-frequency saturation", minimum=0.0),
     "b": ParamSpec(DEFAULT_B, "float", "BM25 length normalisation", minimum=0.0, maximum=1.0),
 }
+
+RM3_PARAMS = {
+    "rm3": ParamSpec(False, "bool", "RM3 pseudo-relevance feedback: a second BM25 pass with the expanded query"),
+    "fb_docs": ParamSpec(
+        None, "int", f"RM3 feedback documents (with rm3 = true; default {DEFAULT_FB_DOCS})", minimum=1, optional=True
+    ),
+    "fb_terms": ParamSpec(
+        None, "int", f"RM3 expansion terms (with rm3 = true; default {DEFAULT_FB_TERMS})", minimum=1, optional=True
+    ),
+    "original_query_weight": ParamSpec(
+        None,
+        "float",
+        f"RM3 weight of the original query (with rm3 = true; default {DEFAULT_ORIGINAL_QUERY_WEIGHT})",
+        minimum=0.0,
+        maximum=1.0,
+        optional=True,
+    ),
+}
+RM3_DEFAULTS = {field.name: field.default for field in fields(RM3)}
+
+
+def with_rm3_defaults(params: dict[str, Any], where: str) -> dict[str, Any]:
+    """``params`` with RM3's defaults filled in when ``rm3`` is on; an RM3 option without it is a ``ConfigError``
+    (it would be recorded and not applied)."""
+    if params["rm3"]:
+        filled = {name: default if params[name] is None else params[name] for name, default in RM3_DEFAULTS.items()}
+        return {**params, **filled}
+    for name in RM3_DEFAULTS:
+        if params[name] is not None:
+            raise ConfigError(f"{where}.{name}: an RM3 option, applied only with rm3 = true; add it or remove {name}")
+    return params
+
+
+def rm3_of(params: Mapping[str, Any]) -> RM3 | None:
+    """The RM3 expansion ``params`` ask for (resolved by ``with_rm3_defaults``), or None when off."""
+    if not params.get("rm3"):
+        return None
+    return RM3(params["fb_docs"], params["fb_terms"], params["original_query_weight"])
 
 
 def collection_chunks(collection: Any) -> list[DocumentChunk]:
@@ -83,22 +124,37 @@ class AnalyzedBM25Scorer(BM25Scorer):
     """seed 000 ``BM25Scorer`` whose documents and queries are tokenized by ``analyze``.
 
     With ``analyze = retrieval.core.tokenize`` (every analysis option off) it is the seed's scorer.
-    ``last_top_score`` is the raw BM25 of the best hit of the last ``score`` call (before the
-    retriever divides by it).
+    With ``rm3``, a query is answered by RM3 (``retrieval.core.rm3``): a first pass, the feedback documents'
+    tokens, then a weighted second pass whose scores are the ones returned. ``last_top_score`` is the raw
+    BM25 of the best hit of the last ``score`` call (before the retriever divides by it).
     """
 
-    def __init__(self, k1: float, b: float, analyze: Any):
+    def __init__(self, k1: float, b: float, analyze: Any, rm3: RM3 | None = None):
         super().__init__(k1=k1, b=b)
         self.analyze = analyze
+        self.rm3 = rm3
         self.last_top_score: float | None = None
 
     def index(self, documents: list[str]) -> None:
         self._index = BM25Index(self.k1, self.b).fit([self.analyze(text) for text in documents])
 
     def score(self, query: str, top_k: int = 20) -> list[tuple[int, float]]:
-        hits = self._index.top_k(self.analyze(query), top_k)
+        tokens = self.analyze(query)
+        if self.rm3 is None:
+            hits = self._top_k(tokens, top_k)
+        else:
+            hits = rm3_top_k(tokens, top_k, self.rm3, self._top_k, self._document_terms, self._weighted_top_k)
         self.last_top_score = hits[0][1] if hits else None
         return hits
+
+    def _top_k(self, tokens: Sequence[str], k: int) -> list[tuple[int, float]]:
+        return self._index.top_k(tokens, k)
+
+    def _document_terms(self, doc_index: int) -> Counter[str]:
+        return Counter(self._index.corpus[doc_index])
+
+    def _weighted_top_k(self, term_weights: Mapping[str, float], k: int) -> list[tuple[int, float]]:
+        return self._index.weighted_top_k(term_weights, k)
 
 
 class SparseBM25Scorer(AnalyzedBM25Scorer):
@@ -106,20 +162,29 @@ class SparseBM25Scorer(AnalyzedBM25Scorer):
     reference's top k, scores within a few ulps (a query's terms are summed highest bound first).
 
     ``build`` turns the documents into the index (from the index store when the run has a cache directory).
+    RM3 reads a feedback document's tokens by analysing its text again (the index keeps no token lists) and
+    scores the weighted pass with ``retrieval.core.bm25_weighted``.
     """
 
-    def __init__(self, k1: float, b: float, analyze: Any, build: Callable[[list[str]], Any]):
-        super().__init__(k1=k1, b=b, analyze=analyze)
+    def __init__(self, k1: float, b: float, analyze: Any, build: Callable[[list[str]], Any], rm3: RM3 | None = None):
+        super().__init__(k1=k1, b=b, analyze=analyze, rm3=rm3)
         self._build = build
 
     def index(self, documents: list[str]) -> None:
         self._sparse = self._build(documents)
+        self._documents = documents
 
-    def score(self, query: str, top_k: int = 20) -> list[tuple[int, float]]:
-        rows, scores = self._sparse.top_k_batch([self.analyze(query)], top_k)
-        hits = list(zip(rows[0].tolist(), scores[0].tolist(), strict=True))
-        self.last_top_score = hits[0][1] if hits else None
-        return hits
+    def _top_k(self, tokens: Sequence[str], k: int) -> list[tuple[int, float]]:
+        rows, scores = self._sparse.top_k_batch([tokens], k)
+        return list(zip(rows[0].tolist(), scores[0].tolist(), strict=True))
+
+    def _document_terms(self, doc_index: int) -> Counter[str]:
+        return Counter(self.analyze(self._documents[doc_index]))
+
+    def _weighted_top_k(self, term_weights: Mapping[str, float], k: int) -> list[tuple[int, float]]:
+        from retrieval.core.bm25_weighted import sparse_weighted_top_k
+
+        return sparse_weighted_top_k(self._sparse, term_weights, k)
 
 
 class TunedKeywordRetriever(KeywordRetriever):
@@ -134,13 +199,18 @@ class TunedKeywordRetriever(KeywordRetriever):
 def keyword_scorer(
     params: dict[str, Any], engine: str, analysis: Analysis, cache_dir: Path | None
 ) -> AnalyzedBM25Scorer:
-    """The BM25 scorer of ``engine`` ("reference": the seed's, pure Python; "fast": ``SparseBM25``)."""
-    analyze = analysis.analyzer()
+    """The BM25 scorer of ``engine`` ("reference": the seed's, pure Python; "fast": ``SparseBM25``), with RM3
+    when ``params`` turn it on."""
+    analyze, rm3 = analysis.analyzer(), rm3_of(params)
     if engine == "reference":
-        return AnalyzedBM25Scorer(k1=params["k1"], b=params["b"], analyze=analyze)
+        return AnalyzedBM25Scorer(k1=params["k1"], b=params["b"], analyze=analyze, rm3=rm3)
     described = analysis.describe()
     return SparseBM25Scorer(
-        params["k1"], params["b"], analyze, lambda texts: _sparse_bm25(texts, analyze, params, described, cache_dir)
+        params["k1"],
+        params["b"],
+        analyze,
+        lambda texts: _sparse_bm25(texts, analyze, params, described, cache_dir),
+        rm3=rm3,
     )
 
 
@@ -149,7 +219,8 @@ class ZerdaKeyword(System):
 
     ``engine="fast"`` gives the same answers from ``retrieval.core.bm25_fast.SparseBM25`` (posting
     lists, numba). Both engines tokenize with the system's analyzer (``ANALYZER_PARAMS``).
-    ``no_answer_threshold`` compares the raw BM25 of the top hit (before the division).
+    ``no_answer_threshold`` compares the raw BM25 of the top hit (before the division). ``rm3 = true``
+    expands each query by RM3 (``fb_docs``, ``fb_terms``, ``original_query_weight``; both engines).
     """
 
     family = "zerda.keyword"
@@ -158,7 +229,12 @@ class ZerdaKeyword(System):
         **BM25_PARAMS,
         "engine": ParamSpec("reference", "str", ENGINE_HELP, choices=BM25_ENGINES),
         **ANALYZER_PARAMS,
+        **RM3_PARAMS,
     }
+
+    @classmethod
+    def resolve_params(cls, params: Mapping[str, Any], where: str) -> dict[str, Any]:
+        return with_rm3_defaults(super().resolve_params(params, where), where)
 
     def _index(self, collection: Any, cache_dir: Path | None) -> None:
         p = self.params
