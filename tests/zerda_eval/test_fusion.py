@@ -109,7 +109,7 @@ def test_resolved_params_record_method_score_norm_k_weights():
         "top_k": None,
     }
     assert resolve_fusion_params("rrf", {})["k"] == 60
-    assert set(FUSION_METHODS) == {"rrf", "combsum", "combmnz", "wsum", "zerda", "pipeline_rrf"}
+    assert set(FUSION_METHODS) == {"rrf", "combsum", "combmnz", "wsum", "zerda", "pipeline_rrf", "ltr"}
 
 
 @pytest.mark.parametrize(

@@ -40,7 +40,16 @@ from zerda_eval.spec.checks import (
     get_inline_table,
     get_table,
 )
-from zerda_eval.spec.tuning import TUNED, Tuning, parse_tune, parse_tuning, tuned_groups
+from zerda_eval.spec.tuning import (
+    TUNED,
+    Tuning,
+    check_tuned_inputs,
+    is_staged,
+    parse_tune,
+    parse_tuning,
+    tuned_groups,
+    tuned_reference,
+)
 
 TOP_LEVEL_KEYS = ("experiment", "datasets", "systems", "fusions", "tuning", "compare", "study")
 EXPERIMENT_KEYS = ("name", "description", "output_dir", "seed", "depth", "measures", "cache_dir", "max_cells")
@@ -53,6 +62,7 @@ DEFAULT_DEPTH = 100
 DEFAULT_MAX_CELLS = 10_000
 DEFAULT_SEED = 0  # [experiment].seed (it deals the folds of tuned rows)
 TUNING_MODULE = "zerda_eval.execution.tuning"  # what a tuned cell executes (its code fingerprint's root)
+TUNED_FUSION_MODULE = "zerda_eval.execution.tuned_fusion"  # ... a tuned cell of a staged fusion
 CONVENTIONS = {
     "tie_break": TIE_BREAK,
     "rrf": "1-based rank contributes weight / (k + rank)",
@@ -218,6 +228,7 @@ def resolve_experiment(raw: Mapping[str, Any], source: str) -> ExperimentSpec:
         f"{source}: fusions",
         "system or fusion name",
     )
+    check_tuned_inputs(systems, fusions, source)
 
     tuned = any(entry["tune"] is not None for entry in [*systems, *fusions])
     tuning = parse_tuning(raw, datasets, measures, tuned, source)
@@ -349,6 +360,7 @@ def _system(entry: Any, where: str) -> dict[str, Any]:
 
 def _fusion(entry: Any, where: str) -> dict[str, Any]:
     from zerda_eval.fusion.methods import FUSION_METHODS, resolve_fusion_params
+    from zerda_eval.fusion.simplex import expand_simplex
 
     if not isinstance(entry, dict):
         raise ConfigError(f"{where}: each [[fusions]] entry must be a table with name, inputs and method")
@@ -361,6 +373,7 @@ def _fusion(entry: Any, where: str) -> dict[str, Any]:
     if not (isinstance(inputs, list) and len(inputs) >= 2 and all(isinstance(i, str) for i in inputs)):
         raise ConfigError(f"{where}.inputs: give a list of at least 2 system names, got {inputs!r}")
     params = get_inline_table(entry, "params", where)
+    entry = {**entry, "grid": expand_simplex(entry.get("grid", {}), len(inputs), where)}
     combos = _grid(entry, where, params, set(FUSION_METHODS[method]), f"parameter of fusion {method!r}")
     variants = []
     for combo in combos:
@@ -372,7 +385,8 @@ def _fusion(entry: Any, where: str) -> dict[str, Any]:
             raise ConfigError(f"{where}.params.weights: weights must be finite numbers >= 0, got {weights!r}")
         variants.append({"label": _label(name, combo), "params": resolved})
     _unique_variants(variants, f"{where}.grid")
-    keep = parse_tune(entry, {axis for combo in combos for axis in combo}, len(variants), where)
+    staged = is_staged({"method": method, "inputs": inputs})
+    keep = parse_tune(entry, {axis for combo in combos for axis in combo}, len(variants), where, staged)
     return {"name": name, "method": method, "inputs": inputs, "variants": variants, "tune": keep}
 
 
@@ -400,6 +414,8 @@ def _cells(
                 for key in {system["name"], variant["label"]}:
                     by_name.setdefault(key, []).append(cell)
         for i, fusion in enumerate(fusions):
+            if is_staged(fusion):  # its one row is tuned: _tuned_cells
+                continue
             inputs = [_one_cell(by_name, name, f"{source}: fusions[{i}].inputs") for name in fusion["inputs"]]
             input_ids = [c.cell_id for c in inputs]
             for variant in fusion["variants"]:
@@ -448,15 +464,48 @@ def _tuned_cells(
                         **({"overlap": tuning.overlap} if split else {}),
                     },
                 }
-                inputs = [of_entry[(dataset["label"], entry["name"])][i].cell_id for i in indices]
-                train_inputs = [of_entry[(split, entry["name"])][i].cell_id for i in indices] if split else []
+                if "method" in entry and is_staged(entry):
+                    part["fusion"] = {"method": entry["method"], "variants": [entry["variants"][i] for i in indices]}
+                    where = f"{source}: fusion {entry['name']!r}.inputs"
+                    stages = _input_stages(entry["inputs"], dataset["label"], of_entry, where)
+                    train_stages = _input_stages(entry["inputs"], split, of_entry, where) if split else []
+                    inputs = [cell_id for stage in stages for cell_id in stage]
+                    train_inputs = [cell_id for stage in train_stages for cell_id in stage]
+                    staged = {"input_stages": stages, "train_input_stages": train_stages}
+                else:
+                    inputs = [of_entry[(dataset["label"], entry["name"])][i].cell_id for i in indices]
+                    train_inputs = [of_entry[(split, entry["name"])][i].cell_id for i in indices] if split else []
+                    staged = {}
                 extra = {
                     "inputs": inputs,
                     "train_inputs": train_inputs,
                     "train_dataset": _cell_dataset(by_label[split]) if split else None,
+                    **staged,
                 }
                 cells.append(_cell(TUNED, _cell_dataset(dataset), part, extra, own, dataset["label"], source))
     return cells
+
+
+def _input_stages(names: list[str], dataset: str, of_entry: dict, where: str) -> list[list[str]]:
+    """Per input of a staged fusion, the cell ids it chooses among: a tuned system's grid, or one cell."""
+    stages = []
+    for name in names:
+        entry = tuned_reference(name)
+        if entry is not None:
+            stages.append([cell.cell_id for cell in of_entry[(dataset, entry)]])
+        else:
+            found = [cell for (label, _), cells in of_entry.items() if label == dataset for cell in cells]
+            stages.append([_one_cell(_by_name(found), name, where).cell_id])
+    return stages
+
+
+def _by_name(cells: list[CellSpec]) -> dict[str, list[CellSpec]]:
+    """Cells by entry name and by label (a grid's name maps to all its cells)."""
+    by_name: dict[str, list[CellSpec]] = {}
+    for cell in cells:
+        for key in {cell.name, cell.label}:
+            by_name.setdefault(key, []).append(cell)
+    return by_name
 
 
 def _cell(kind: str, dataset: dict, part: dict, extra: dict, common: dict, dataset_label: str, source: str) -> CellSpec:
@@ -473,7 +522,9 @@ def _cell(kind: str, dataset: dict, part: dict, extra: dict, common: dict, datas
         # the optional libraries it runs (torch, onnxruntime, faiss, ...): a new version is a new cell
         common = {**common, "versions": {**common["versions"], **library_versions(optional_libraries(part["params"]))}}
     else:
-        root = TUNING_MODULE if kind == TUNED else "zerda_eval.fusion.methods"
+        root = "zerda_eval.fusion.methods"
+        if kind == TUNED:
+            root = TUNED_FUSION_MODULE if "input_stages" in extra else TUNING_MODULE
     config = {"kind": kind, "dataset": dataset, kind: part, **extra, **common, "code": code_fingerprint(root)}
     inputs = tuple(extra.get("inputs", ())) + tuple(extra.get("train_inputs", ()))
     return CellSpec(content_hash(config)[:16], kind, dataset_label, part["label"], part["name"], config, inputs)
@@ -485,7 +536,10 @@ def _one_cell(by_name: dict[str, list[CellSpec]], name: str, where: str) -> Cell
         raise ConfigError(unknown_value_message("fusion input", name, by_name, where))
     if len(found) != 1:
         labels = ", ".join(c.label for c in found)
-        raise ConfigError(f"{where}: {name!r} is a grid of {len(found)} cells; name one of them: {labels}")
+        raise ConfigError(
+            f"{where}: {name!r} is a grid of {len(found)} cells; name one of them ({labels}), or "
+            f'"{name}[tuned]" if the entry has tune = true (chosen per fold)'
+        )
     return found[0]
 
 
