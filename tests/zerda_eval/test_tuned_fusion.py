@@ -40,6 +40,12 @@ def random_run(rng: np.random.Generator) -> dict[str, list[tuple[str, float]]]:
 
 
 RUNS = {name: random_run(np.random.default_rng(seed)) for name, seed in (("a", 1), ("b", 2), ("c", 3))}
+# a train split of the same documents: its own queries (renamed), qrels and runs
+TRAIN_QUERIES = {f"r{q[1:]}": f"train {text}" for q, text in QUERIES.items()}
+TRAIN_RUNS = {
+    name: {f"r{q[1:]}": r for q, r in random_run(np.random.default_rng(seed)).items()}
+    for name, seed in (("a", 11), ("b", 12), ("c", 13))
+}
 
 
 def ranked(scores: dict[str, float]) -> list[tuple[str, float]]:
@@ -48,8 +54,9 @@ def ranked(scores: dict[str, float]) -> list[tuple[str, float]]:
 
 
 def mrr(ranking: list[tuple[str, float]], qid: str) -> float:
+    relevant = QRELS[qid] if qid in QRELS else QRELS[f"q{qid[1:]}"]  # a train query r<i> shares q<i>'s qrels
     for rank, (doc, _) in enumerate(ranking[:10], start=1):
-        if doc in QRELS[qid]:
+        if doc in relevant:
             return 1.0 / rank
     return 0.0
 
@@ -77,29 +84,32 @@ def mean(values: list[float]) -> float:
 
 
 def build(tmp_path, fusions: str, tuning: str = f'[tuning]\nmeasure = "mrr@10"\nfolds = {FOLDS}\n') -> Experiment:
-    folder = write_trec_folder(
-        tmp_path / "data", DOCS, QUERIES, [(q, d, 1) for q, docs in QRELS.items() for d in sorted(docs)]
-    )
+    qrels = [(q, d, 1) for q, docs in QRELS.items() for d in sorted(docs)]
+    folder = write_trec_folder(tmp_path / "data", DOCS, QUERIES, qrels)
+    train = write_trec_folder(tmp_path / "train", DOCS, TRAIN_QUERIES, [(f"r{q[1:]}", d, g) for q, d, g in qrels])
     runs = tmp_path / "external"
     runs.mkdir()
-    for name, run in RUNS.items():
-        lines = "".join(f"{q} Q0 {d} {r} {s} x\n" for q, ranking in run.items() for r, (d, s) in enumerate(ranking, 1))
-        (runs / f"{name}.trec").write_text(lines, encoding="utf-8")
+    for dataset, named in (("toy", RUNS), ("train", TRAIN_RUNS)):
+        for name, run in named.items():
+            rows = [f"{q} Q0 {d} {r} {s} x\n" for q, ranking in run.items() for r, (d, s) in enumerate(ranking, 1)]
+            (runs / f"{name}_{dataset}.trec").write_text("".join(rows), encoding="utf-8")
+    train_entry = trec_dataset("train", train) if "train =" in tuning else ""
     path = tmp_path / "fuse.toml"
     path.write_text(
         experiment_header(tmp_path, "fuse", '["mrr@10", "ndcg@10"]')
         + trec_dataset("toy", folder)
+        + train_entry
         + f"""
 [[systems]]
 name = "grid"
 family = "run_file"
-grid = {{ path = ["{runs}/a.trec", "{runs}/b.trec"] }}
+grid = {{ path = ["{runs}/a_{{dataset}}.trec", "{runs}/b_{{dataset}}.trec"] }}
 tune = true
 
 [[systems]]
 name = "third"
 family = "run_file"
-params = {{ path = "{runs}/c.trec" }}
+params = {{ path = "{runs}/c_{{dataset}}.trec" }}
 """
         + fusions
         + tuning,
@@ -167,6 +177,29 @@ def test_each_choice_sees_only_the_other_folds_queries(tmp_path, monkeypatch):
             assert qids == set(train) and not qids & set(held_out)
 
 
+def test_with_a_train_split_inputs_and_fusion_are_chosen_on_the_train_queries_alone(tmp_path, monkeypatch):
+    seen: list[set[str]] = []
+    real = tuned_fusion.best_variant
+
+    def spying(values, qids):
+        seen.append(set(qids))
+        return real(values, qids)
+
+    monkeypatch.setattr(tuned_fusion, "best_variant", spying)
+    tuning = '[tuning]\nmeasure = "mrr@10"\ntrain = { "toy" = "train" }\n'
+    results = build(tmp_path, WSUM_OVER_TUNED, tuning).run(progress=False)
+    assert seen == [set(TRAIN_QUERIES)] * 3
+    train = list(TRAIN_QUERIES)
+    means = [mean([mrr(TRAIN_RUNS[name][q], q) for q in train]) for name in "ab"]
+    best = "ab"[max(range(2), key=lambda i: (means[i], -i))]
+    fused = [mean([mrr(wsum([TRAIN_RUNS[best][q], TRAIN_RUNS["c"][q]], w), q) for q in train]) for w in WEIGHTS]
+    weights = WEIGHTS[max(range(len(WEIGHTS)), key=lambda i: (fused[i], -i))]
+    got = read_cell_run(results.run_dir, results.cell_id("fz[tuned]", dataset="toy"))
+    expected = {q: wsum([RUNS[best][q], RUNS["c"][q]], weights) for q in QUERIES}
+    assert {q: [d for d, _ in r] for q, r in got.items()} == {q: [d for d, _ in r] for q, r in expected.items()}
+    assert "fz[tuned]" not in set(results.table.loc[results.table["dataset"] == "train", "system"])
+
+
 def ltr_features(rankings: list[list[tuple[str, float]]], query: str) -> tuple[list[str], np.ndarray]:
     """The documented features, built by hand: per input min-max score, 1/rank, presence; query tokens."""
     docs = list(dict.fromkeys(d for r in rankings for d, _ in r))
@@ -217,7 +250,7 @@ inputs = ["grid[tuned]", "third", "grid[path=PATH]"]
 method = "wsum"
 grid = { weights = { simplex = 0.5 } }
 tune = true
-""".replace("PATH", f"{tmp_path}/external/b.trec")
+""".replace("PATH", f"{tmp_path}/external/b_{{dataset}}.trec")
     results = build(tmp_path, fusion).run(progress=False)
     cell = results.cell_id("three[tuned]", dataset="toy")
     simplex = [[0.0, 0.0, 1.0], [0.0, 0.5, 0.5], [0.0, 1.0, 0.0], [0.5, 0.0, 0.5], [0.5, 0.5, 0.0], [1.0, 0.0, 0.0]]
