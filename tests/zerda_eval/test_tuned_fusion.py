@@ -158,6 +158,11 @@ def test_a_fusion_over_a_tuned_input_equals_the_hand_assembled_run(tmp_path):
         mean([mrr(expected[q], q) for q in QUERIES])
     )
     assert not any(label.startswith("fz[weights") for label in results.table["system"])  # no grid rows
+    report = results.report(tmp_path / "report", formats=("markdown",)).read_text(encoding="utf-8")
+    section = report[report.index("### What each fold chose") :]
+    for fold, (best, weights) in enumerate(chosen):
+        line = next(line for line in section.splitlines() if line.startswith(f"| toy | fz[tuned] | {fold} |"))
+        assert f"{best}_{{dataset}}.trec" in line and "third" in line and str(weights) in line
 
 
 def test_each_choice_sees_only_the_other_folds_queries(tmp_path, monkeypatch):
