@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,14 +46,23 @@ class Judged:
     relevant: Mapping[str, set[str]]
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Stage:
-    """One input of the fusion: its grid cells' labels, runs and per-query values on the choosing split."""
+    """One input of the fusion: its grid cells' labels, results and per-query values on the choosing split;
+    a cell's run is read when a fold chooses it (``run``), once."""
 
+    output_dir: Path
+    cell_ids: list[str]
     labels: list[str]
     results: list[dict[str, Any]]
-    runs: list[Run]
     values: list[Mapping[str, float]]
+    read: dict[int, Run] = field(default_factory=dict)
+
+    def run(self, index: int) -> Run:
+        """The run of grid cell ``index``."""
+        if index not in self.read:
+            self.read[index] = read_cell_run(self.output_dir, self.cell_ids[index])
+        return self.read[index]
 
 
 def tuned_fusion_run(
@@ -87,7 +96,7 @@ def tuned_fusion_run(
     choices = []
     for fold, on, held_out, choosing, judged in folds:
         inputs, variant, combiner, mean = choose(choosing, fusion, judged, on, config["seed"], cell.label)
-        chosen_runs = [_only(stage.runs[index], held_out) for stage, index in zip(stages, inputs, strict=True)]
+        chosen_runs = [_only(stage.run(index), held_out) for stage, index in zip(stages, inputs, strict=True)]
         for qid in held_out:
             start = time.perf_counter()
             run[qid] = combiner([{qid: r.get(qid, [])} for r in chosen_runs], test.queries).get(qid, [])
@@ -126,7 +135,7 @@ def choose(
     Returns the chosen input indices, the chosen fusion variant, its combiner and its mean on ``on``.
     """
     inputs = [best_variant(stage.values, on) for stage in stages]
-    runs = [_only(stage.runs[index], on) for stage, index in zip(stages, inputs, strict=True)]
+    runs = [_only(stage.run(index), on) for stage, index in zip(stages, inputs, strict=True)]
     combiners, values = [], []
     for variant in fusion["variants"]:
         combiner = fitted_combiner(fusion["method"], variant["params"], runs, judged, on, seed, where)
@@ -159,9 +168,10 @@ def fitted_combiner(
 def _stage(output_dir: Path, cell: CellSpec, cell_ids: Sequence[str], measure: str) -> _Stage:
     results = [finished_result(output_dir, cell, cell_id) for cell_id in cell_ids]
     return _Stage(
+        output_dir=output_dir,
+        cell_ids=list(cell_ids),
         labels=[result["system"] for result in results],
         results=results,
-        runs=[read_cell_run(output_dir, cell_id) for cell_id in cell_ids],
         values=[read_cell_per_query(output_dir, cell_id, measure) for cell_id in cell_ids],
     )
 
