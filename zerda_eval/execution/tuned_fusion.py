@@ -28,7 +28,7 @@ from zerda_eval.evaluation.efficiency import Efficiency, figure, not_measured
 from zerda_eval.evaluation.ranking import Run
 from zerda_eval.execution.tuning import assign_folds, best_variant, finished_result, train_overlap
 from zerda_eval.fusion.ltr import fit_ltr, ltr_fuse, training_set
-from zerda_eval.fusion.methods import LEARNED_METHODS, fuse_runs
+from zerda_eval.fusion.methods import LEARNED_METHODS, fuse_runs, wsum_grid
 from zerda_eval.spec.experiment import CellSpec
 from zerda_eval.store.build_costs import SHARED_KEY, counted_once
 from zerda_eval.store.run_dir import read_cell_per_query, read_cell_run
@@ -136,11 +136,14 @@ def choose(
     """
     inputs = [best_variant(stage.values, on) for stage in stages]
     runs = [_only(stage.run(index), on) for stage, index in zip(stages, inputs, strict=True)]
-    combiners, values = [], []
-    for variant in fusion["variants"]:
-        combiner = fitted_combiner(fusion["method"], variant["params"], runs, judged, on, seed, where)
-        combiners.append(combiner)
-        values.append(judged.evaluate(combiner(runs, judged.queries)))
+    combiners = [
+        fitted_combiner(fusion["method"], v["params"], runs, judged, on, seed, where) for v in fusion["variants"]
+    ]
+    if fusion["method"] == "wsum":  # a weight grid: each query's score matrix built once (same numbers)
+        fused = _wsum_variants(runs, [variant["params"] for variant in fusion["variants"]])
+    else:
+        fused = [combiner(runs, judged.queries) for combiner in combiners]
+    values = [judged.evaluate(run) for run in fused]
     chosen = best_variant(values, on)
     mean = sum(values[chosen].get(q, 0.0) for q in on) / len(on)
     return inputs, chosen, combiners[chosen], mean
@@ -163,6 +166,19 @@ def fitted_combiner(
     features, labels = training_set(runs, judged.queries, judged.relevant, on)
     estimator = fit_ltr(options["model"], features, labels, seed, f"tuned row {where!r}")
     return lambda inputs, queries: ltr_fuse(estimator, inputs, queries, options["top_k"])
+
+
+def _wsum_variants(runs: Sequence[Run], variants: Sequence[Mapping[str, Any]]) -> list[Run]:
+    """``fuse_runs("wsum", runs, **params)`` of each variant, through ``wsum_grid`` per (score_norm, top_k)."""
+    fused: list[Run | None] = [None] * len(variants)
+    groups: dict[tuple, list[int]] = {}
+    for index, params in enumerate(variants):
+        groups.setdefault((params["score_norm"], params["top_k"]), []).append(index)
+    for (score_norm, top_k), indices in groups.items():
+        grid = wsum_grid(runs, [variants[i]["weights"] for i in indices], score_norm, top_k)
+        for index, run in zip(indices, grid, strict=True):
+            fused[index] = run
+    return [run for run in fused if run is not None]
 
 
 def _stage(output_dir: Path, cell: CellSpec, cell_ids: Sequence[str], measure: str) -> _Stage:

@@ -186,10 +186,38 @@ def _weighted_sum(matrix: np.ndarray, weights: Sequence[float]) -> np.ndarray:
 def _combine(method: str, rankings: list[Ranking], score_norm: str, weights: Sequence[float]) -> dict[str, float]:
     """CombSUM, CombMNZ (sum times the number of inputs holding the doc) or weighted sum of one query."""
     docs, matrix, present = score_matrix(rankings, score_norm)
+    return _combination(method, docs, matrix, present, weights)
+
+
+def _combination(
+    method: str, docs: list[str], matrix: np.ndarray, present: np.ndarray, weights: Sequence[float]
+) -> dict[str, float]:
     fused = _weighted_sum(matrix, weights)
     if method == "combmnz":
         fused *= present.sum(axis=0)
     return dict(zip(docs, fused.tolist(), strict=True))
+
+
+def wsum_grid(
+    runs: Sequence[Mapping[str, Ranking]],
+    weight_vectors: Sequence[Sequence[float] | None],
+    score_norm: str,
+    top_k: int | None = None,
+) -> list[Run]:
+    """``fuse_runs("wsum", runs, weights=w, score_norm=score_norm, top_k=top_k)`` for each ``w`` of
+    ``weight_vectors``, each query's score matrix built once: a tuned fusion scores a weight grid on many
+    queries (``execution.tuned_fusion``)."""
+    vectors = [list(w) if w is not None else [1.0] * len(runs) for w in weight_vectors]
+    for weights in vectors:
+        resolve_fusion_params("wsum", {"weights": weights, "score_norm": score_norm, "top_k": top_k}, "wsum_grid")
+        if len(weights) != len(runs):
+            raise ConfigError(f"wsum_grid: {len(weights)} weights for {len(runs)} input runs; give one per run")
+    fused: list[Run] = [{} for _ in vectors]
+    for qid in dict.fromkeys(qid for run in runs for qid in run):
+        docs, matrix, present = score_matrix([list(run.get(qid, [])) for run in runs], score_norm)
+        for run, weights in zip(fused, vectors, strict=True):
+            run[qid] = sort_ranking(_combination("wsum", docs, matrix, present, weights).items(), top_k)
+    return fused
 
 
 def zerda_scores(
