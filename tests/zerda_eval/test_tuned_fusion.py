@@ -312,3 +312,15 @@ def test_the_weight_grid_path_equals_fuse_runs_per_weight_vector(score_norm):
     grid = wsum_grid(runs, vectors, score_norm, top_k=4)
     for weights, fused in zip(vectors, grid, strict=True):
         assert fused == fuse_runs("wsum", runs, weights=weights, score_norm=score_norm, top_k=4)
+
+
+def test_a_simplex_weight_axis_counts_as_its_vectors_against_max_cells():
+    from zerda_eval.spec.experiment import resolve_experiment
+
+    systems = [
+        {"name": n, "family": "zerda.keyword", "params": {"k1": k1}} for n, k1 in (("a", 1.0), ("b", 1.5), ("c", 2.0))
+    ]
+    fusion = {"name": "f", "inputs": ["a", "b", "c"], "method": "wsum", "grid": {"weights": {"simplex": 0.1}}}
+    raw = {"experiment": {"name": "x", "max_cells": 50}, "datasets": [{"id": "cranfield"}], "systems": systems}
+    with pytest.raises(ConfigError, match=r"69 cells .*weights 66"):
+        resolve_experiment({**raw, "fusions": [fusion]}, "t.toml")

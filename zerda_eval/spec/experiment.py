@@ -258,6 +258,7 @@ def resolve_experiment(raw: Mapping[str, Any], source: str) -> ExperimentSpec:
 def _check_grid_size(raw: Mapping[str, Any], max_cells: int, source: str) -> None:
     """Refuse a grid of more than ``max_cells`` cells, counted from the lengths of its axes (never expanded):
     datasets x the sum over [[systems]] and [[fusions]] of the product of each entry's axis lengths."""
+    from zerda_eval.fusion.simplex import expand_simplex
     datasets = raw.get("datasets")
     n_datasets = len(datasets) if isinstance(datasets, list) else 1
     sizes = []
@@ -265,6 +266,9 @@ def _check_grid_size(raw: Mapping[str, Any], max_cells: int, source: str) -> Non
         entries = raw.get(section)
         for i, entry in enumerate(entries if isinstance(entries, list) else []):
             grid = entry.get("grid", {}) if isinstance(entry, Mapping) else {}
+            inputs = entry.get("inputs") if isinstance(entry, Mapping) else None
+            if section == "fusions" and isinstance(inputs, list) and len(inputs) >= 2:
+                grid = expand_simplex(grid, len(inputs), f"{source}: fusions[{i}]")  # counted as expanded
             if isinstance(grid, Mapping):
                 axes = {str(axis): len(values) if isinstance(values, list) else 1 for axis, values in grid.items()}
                 count = math.prod(axes.values())
