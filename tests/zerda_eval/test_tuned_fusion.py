@@ -280,6 +280,10 @@ tune = true
         ('inputs = ["third[tuned]", "grid[tuned]"]\nmethod = "rrf"\ntune = true\n', "not tuned"),
         ('inputs = ["nope[tuned]", "third"]\nmethod = "rrf"\ntune = true\n', "unknown tuned system"),
         (
+            'inputs = ["grid[tuned]", "third"]\nmethod = "ltr"\ngrid = { model = ["logistic", "hgb"] }\ntune = true\n',
+            "one model per [[fusions]] entry",
+        ),
+        (
             'inputs = ["grid[tuned]", "third"]\nmethod = "wsum"\ngrid = { weights = { simplex = 0.3 } }\ntune = true\n',
             "must divide 1",
         ),

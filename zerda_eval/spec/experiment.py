@@ -259,6 +259,7 @@ def _check_grid_size(raw: Mapping[str, Any], max_cells: int, source: str) -> Non
     """Refuse a grid of more than ``max_cells`` cells, counted from the lengths of its axes (never expanded):
     datasets x the sum over [[systems]] and [[fusions]] of the product of each entry's axis lengths."""
     from zerda_eval.fusion.simplex import expand_simplex
+
     datasets = raw.get("datasets")
     n_datasets = len(datasets) if isinstance(datasets, list) else 1
     sizes = []
@@ -363,7 +364,7 @@ def _system(entry: Any, where: str) -> dict[str, Any]:
 
 
 def _fusion(entry: Any, where: str) -> dict[str, Any]:
-    from zerda_eval.fusion.methods import FUSION_METHODS, resolve_fusion_params
+    from zerda_eval.fusion.methods import FUSION_METHODS, LEARNED_METHODS, resolve_fusion_params
     from zerda_eval.fusion.simplex import expand_simplex
 
     if not isinstance(entry, dict):
@@ -389,6 +390,11 @@ def _fusion(entry: Any, where: str) -> dict[str, Any]:
             raise ConfigError(f"{where}.params.weights: weights must be finite numbers >= 0, got {weights!r}")
         variants.append({"label": _label(name, combo), "params": resolved})
     _unique_variants(variants, f"{where}.grid")
+    if method in LEARNED_METHODS and len(variants) > 1:
+        raise ConfigError(
+            f"{where}.grid: a learned fusion ({method}) is fitted on the training queries it would be chosen on, "
+            "so a grid over it picks the best fit (the most overfit model); give one model per [[fusions]] entry"
+        )
     staged = is_staged({"method": method, "inputs": inputs})
     keep = parse_tune(entry, {axis for combo in combos for axis in combo}, len(variants), where, staged)
     return {"name": name, "method": method, "inputs": inputs, "variants": variants, "tune": keep}
