@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
 
 from tests.conftest import experiment_header, trec_dataset, write_trec_folder
@@ -219,7 +220,16 @@ def ltr_features(rankings: list[list[tuple[str, float]]], query: str) -> tuple[l
     return docs, np.array(rows)
 
 
-def test_learned_fusion_is_fitted_per_fold_without_its_queries_and_scores_as_sklearn(tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    ("model", "estimator"),
+    [
+        ("logistic", lambda: LogisticRegression(max_iter=1000, random_state=0)),
+        ("hgb", lambda: HistGradientBoostingClassifier(random_state=0)),
+    ],
+)
+def test_learned_fusion_is_fitted_per_fold_without_its_queries_and_scores_as_sklearn(
+    tmp_path, monkeypatch, model, estimator
+):
     fitted_on: list[set[str]] = []
     real = tuned_fusion.training_set
 
@@ -229,6 +239,7 @@ def test_learned_fusion_is_fitted_per_fold_without_its_queries_and_scores_as_skl
 
     monkeypatch.setattr(tuned_fusion, "training_set", spying)
     fusion = '\n[[fusions]]\nname = "learned"\ninputs = ["grid[tuned]", "third"]\nmethod = "ltr"\ntune = true\n'
+    fusion += f'params = {{ model = "{model}" }}\n'
     results = build(tmp_path, fusion).run(progress=False)
     got = read_cell_run(results.run_dir, results.cell_id("learned[tuned]", dataset="toy"))
     for f, (train, held_out) in folds().items():
@@ -240,10 +251,10 @@ def test_learned_fusion_is_fitted_per_fold_without_its_queries_and_scores_as_skl
             docs, features = ltr_features([RUNS[best][q], RUNS["c"][q]], QUERIES[q])
             blocks.append(features)
             labels += [d in QRELS[q] for d in docs]
-        model = LogisticRegression(max_iter=1000, random_state=0).fit(np.vstack(blocks), np.array(labels, dtype=int))
+        fitted = estimator().fit(np.vstack(blocks), np.array(labels, dtype=int))
         for q in held_out:
             docs, features = ltr_features([RUNS[best][q], RUNS["c"][q]], QUERIES[q])
-            expected = ranked(dict(zip(docs, model.decision_function(features).tolist(), strict=True)))
+            expected = ranked(dict(zip(docs, fitted.decision_function(features).tolist(), strict=True)))
             assert [d for d, _ in got[q]] == [d for d, _ in expected]
             assert [s for _, s in got[q]] == pytest.approx([s for _, s in expected], rel=1e-9, abs=1e-9)
 
