@@ -79,7 +79,8 @@ def tuned_fusion_run(
             raise RunError(f"tuned row {cell.label!r}: its train split was not loaded")
         train_stages = [_stage(output_dir, cell, ids, measure) for ids in config["train_input_stages"]]
         left_out = train_overlap(test.queries, train.queries)
-        on = [qid for qid in train.queries if qid not in set(left_out)]
+        dropped = set(left_out)
+        on = [qid for qid in train.queries if qid not in dropped]
         if not on:
             raise RunError(f"tuned row {cell.label!r}: every train query is a test query; give another train split")
         folds = [("train", on, qids, train_stages, train)]
