@@ -36,6 +36,7 @@ from zerda_eval.evaluation.measures import DEFAULT_MEASURES, aggregate_values, e
 from zerda_eval.evaluation.ranking import Run
 from zerda_eval.execution.tuning import assign_folds, best_variant
 from zerda_eval.fusion import FUSION_METHODS, fuse_runs
+from zerda_eval.fusion.simplex import simplex_weights
 from zerda_eval.report.html import table_html
 from zerda_eval.report.latex import table_latex
 from zerda_eval.report.markdown import table_markdown
@@ -265,21 +266,11 @@ def _grid_points(method: str, grid: Mapping[str, Sequence[Any]] | None, n_runs: 
                 f"optimize_fusion: fusion {method!r} takes no weights; give grid={{parameter: [values]}} "
                 f"over its parameters ({', '.join(FUSION_METHODS[method])})"
             )
-        grid = {"weights": _weight_vectors(n_runs)}
+        grid = {"weights": simplex_weights(n_runs, WEIGHT_STEP)}
     if not grid or not all(isinstance(v, Sequence) and not isinstance(v, str) and v for v in grid.values()):
         raise ConfigError("optimize_fusion: grid must map each parameter to a non-empty list of values")
     keys = list(grid)
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(grid[k] for k in keys))]
-
-
-def _weight_vectors(n_runs: int) -> list[list[float]]:
-    """Every vector of ``n_runs`` weights in steps of ``WEIGHT_STEP`` summing to 1, in lexicographic order."""
-    steps = round(1 / WEIGHT_STEP)
-    return [
-        [round(c * WEIGHT_STEP, 10) for c in combo]
-        for combo in itertools.product(range(steps + 1), repeat=n_runs)
-        if sum(combo) == steps
-    ]
 
 
 def read_run(path: str | Path, kind: str | None = None, as_ranx: bool = False) -> Any:

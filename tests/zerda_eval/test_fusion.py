@@ -109,7 +109,7 @@ def test_resolved_params_record_method_score_norm_k_weights():
         "top_k": None,
     }
     assert resolve_fusion_params("rrf", {})["k"] == 60
-    assert set(FUSION_METHODS) == {"rrf", "combsum", "combmnz", "wsum", "zerda", "pipeline_rrf"}
+    assert set(FUSION_METHODS) == {"rrf", "combsum", "combmnz", "wsum", "zerda", "pipeline_rrf", "ltr"}
 
 
 @pytest.mark.parametrize(
@@ -224,3 +224,40 @@ def test_combinations_equal_ranx_fuse_on_real_runs(two_real_runs, method, score_
     assert ours.keys() == theirs.keys()
     for qid, ranking in ours.items():
         assert dict(ranking) == pytest.approx(theirs[qid], rel=1e-12, abs=1e-12), qid
+
+
+C = {"q1": [("d4", 7.0), ("d2", 5.0)], "q3": [("d9", 1.0)]}  # a third input: partial overlap, one query of its own
+
+
+def test_three_inputs_fuse_as_the_hand_formulas_say():
+    """RRF, CombSUM, CombMNZ, weighted sum and seed 000's fusion over three runs, computed here by hand."""
+    k = 10
+    rrf = scores(fuse_runs("rrf", [A, B, C], k=k), "q1")
+    assert rrf == pytest.approx(
+        {
+            "d1": 1 / (k + 1) + 1 / (k + 3),
+            "d2": 1 / (k + 2) + 1 / (k + 2),
+            "d3": 1 / (k + 3) + 1 / (k + 1),
+            "d4": 1 / (k + 2) + 1 / (k + 1),
+        }
+    )
+    # min-max per query and input: A (3, 2, 1) -> (1, .5, 0); B (.9, .5, .1) -> (1, .5, 0); C (7, 5) -> (1, 0)
+    a, b, c = {"d1": 1.0, "d2": 0.5, "d3": 0.0}, {"d3": 1.0, "d4": 0.5, "d1": 0.0}, {"d4": 1.0, "d2": 0.0}
+    weights = [0.5, 0.3, 0.2]
+    wsum = scores(fuse_runs("wsum", [A, B, C], weights=weights), "q1")
+    assert wsum == pytest.approx(
+        {
+            d: weights[0] * a.get(d, 0) + weights[1] * b.get(d, 0) + weights[2] * c.get(d, 0)
+            for d in ("d1", "d2", "d3", "d4")
+        }
+    )
+    combsum = scores(fuse_runs("combsum", [A, B, C]), "q1")
+    assert combsum == pytest.approx({d: a.get(d, 0) + b.get(d, 0) + c.get(d, 0) for d in ("d1", "d2", "d3", "d4")})
+    holders = {"d1": 2, "d2": 2, "d3": 2, "d4": 2}
+    combmnz = scores(fuse_runs("combmnz", [A, B, C]), "q1")
+    assert combmnz == pytest.approx({d: combsum[d] * holders[d] for d in holders})
+    fixed = scores(fuse_runs("zerda", [A, B, C], rrf_order="fixed", weights=[1.0, 1.0, 1.0], k=k), "q1")
+    raw = {"d1": 3.0 + 0.1, "d2": 2.0 + 5.0, "d3": 1.0 + 0.9, "d4": 0.5 + 7.0}  # score_norm "none": raw scores
+    top = max(rrf.values())
+    assert fixed == pytest.approx({d: raw[d] + 0.20 * rrf[d] / top for d in raw})
+    assert scores(fuse_runs("rrf", [A, B, C]), "q3") == pytest.approx({"d9": 1 / 61})  # a query one input holds

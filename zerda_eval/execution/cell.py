@@ -41,6 +41,7 @@ from zerda_eval.evaluation.efficiency import (
 from zerda_eval.evaluation.measures import evaluate_collection
 from zerda_eval.evaluation.ranking import Run, tie_break
 from zerda_eval.execution.rerank import MODEL_LOAD_KEY, reranked_run
+from zerda_eval.execution.tuned_fusion import Judged, tuned_fusion_run
 from zerda_eval.execution.tuning import train_overlap, tuned_run
 from zerda_eval.hashing import canonical_json
 from zerda_eval.spec.experiment import CellSpec
@@ -117,6 +118,10 @@ def _compute(
     with rebuilding_caches(force), counting_builds() as costs:
         if cell.kind == "fusion":
             run, efficiency, stats = _fuse(cell, output_dir, queries)
+        elif cell.kind == TUNED and "input_stages" in cell.config:  # a fusion over tuned inputs, or learned
+            train = cell.config.get("train_dataset")
+            judged = _judged(*load_cell_collection(train), cell.config) if train else None
+            run, efficiency, stats = tuned_fusion_run(cell, output_dir, _judged(collection, qids, cell.config), judged)
         elif cell.kind == TUNED:
             train = cell.config.get("train_dataset")
             train_queries = _evaluated_queries(train) if train else {}
@@ -197,6 +202,17 @@ def check_held_out(cell: CellSpec, train: Mapping[str, Any]) -> None:
             f"text), e.g. {examples}: a choice made on them is not held out; remove them from the train split, or "
             'set [tuning].overlap = "drop" to leave them out of the choice'
         )
+
+
+def _judged(collection: Any, qids: list[str], config: Mapping[str, Any]) -> Judged:
+    """A split as a tuned fusion chooses on it: its queries, its runs judged as this cell judges its own run."""
+    measure, depth = config["tuned"]["tuning"]["measure"], config["depth"]
+
+    def evaluate(run: Run) -> Mapping[str, float]:
+        return evaluate_collection(_finish_run(run, collection, depth), collection, list(run), [measure])[0][measure]
+
+    relevant = {qid: {doc for doc, grade in collection.qrels.get(qid, {}).items() if grade > 0} for qid in qids}
+    return Judged({qid: collection.queries[qid] for qid in qids}, evaluate, relevant)
 
 
 def _evaluated_queries(dataset: Mapping[str, Any]) -> dict[str, str]:

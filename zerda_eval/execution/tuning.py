@@ -77,7 +77,7 @@ def tuned_run(
     config = cell.config
     tuning = config["tuned"]["tuning"]
     measure, inputs = tuning["measure"], config["inputs"]
-    results = [_finished(output_dir, cell, input_id) for input_id in inputs]
+    results = [finished_result(output_dir, cell, input_id) for input_id in inputs]
     labels = [result["system"] for result in results]
     if tuning["train"]:
         train = [read_cell_per_query(output_dir, input_id, measure) for input_id in config["train_inputs"]]
@@ -114,7 +114,8 @@ def tuned_run(
     return run, _efficiency(results, picks, qids), stats | {"latency_ms": _latencies(results, picks)}
 
 
-def _finished(output_dir: Path, cell: CellSpec, input_id: str) -> dict[str, Any]:
+def finished_result(output_dir: Path, cell: CellSpec, input_id: str) -> dict[str, Any]:
+    """The ``result.json`` of grid cell ``input_id`` a tuned ``cell`` chooses among (a RunError if unfinished)."""
     result = load_result(output_dir, input_id)
     if result is None:
         raise RunError(f"tuned row {cell.label!r}: grid cell {input_id} has no finished run; rerun without --only")

@@ -18,6 +18,8 @@ Methods and where they come from:
   ``0.20 * rrf / max(rrf)`` over the inputs' ranked lists. ``rrf_order="fixed"`` adds the bonus after the
   weighted sum; ``"as_documented"`` reproduces the documented ordering bug (the bonus is computed before
   the weighted sum overwrites the score, so it is discarded).
+- ``ltr``: a learned combiner (``fusion.ltr``), fitted on judged training queries: not a function of
+  the runs alone, so ``fuse_runs`` refuses it; a tuned row fits and applies it (``execution.tuned_fusion``).
 - ``pipeline_rrf``: seed 004's ``retrieval.pipeline.fusion.rrf_fuse`` itself, ``top_k`` included: weighted
   RRF, scores min-max normalised over the documents it returns (so they depend on ``top_k``).
 """
@@ -38,6 +40,8 @@ from zerda_eval.spec.checks import check_keys
 from zerda_eval.systems.params import ParamSpec
 
 SCORE_NORMS = ("min-max", "z-score", "none")  # ranx's names: min-max, zmuv, (none)
+LTR_MODELS = ("logistic", "hgb")  # fusion.ltr: LogisticRegression | HistGradientBoostingClassifier
+LEARNED_METHODS = ("ltr",)  # fitted on judged queries: only a tuned row (execution.tuned_fusion) runs them
 
 
 _K = ParamSpec(60, "int", "RRF constant k: an item at 1-based rank r adds weight / (k + r)", minimum=0)
@@ -72,6 +76,10 @@ FUSION_METHODS: dict[str, dict[str, ParamSpec]] = {
         "top_k": _TOP_K,
     },
     "pipeline_rrf": {"k": _K, "weights": _WEIGHTS, "top_k": _TOP_K},
+    "ltr": {
+        "model": ParamSpec(LTR_MODELS[0], "str", "the learned combiner (fusion.ltr)", choices=LTR_MODELS),
+        "top_k": _TOP_K,
+    },
 }
 
 COMBINATIONS = ("combsum", "combmnz", "wsum")
@@ -96,6 +104,11 @@ def resolve_fusion_params(method: str, params: Mapping[str, Any], where: str = "
 def fuse_runs(method: str, runs: Sequence[Mapping[str, Ranking]], **params: Any) -> Run:
     """Fuse ``runs`` with ``method`` (a key of ``FUSION_METHODS``) and the given parameters."""
     resolved = resolve_fusion_params(method, params, where="fuse_runs")
+    if method in LEARNED_METHODS:
+        raise ConfigError(
+            f"fuse_runs: fusion {method!r} is learned from judged queries; use it in a tuned [[fusions]] entry "
+            "(tune = true), which fits it on the training queries of each fold"
+        )
     if len(runs) < 2:
         raise ConfigError(f"fuse_runs: fusion {method!r} needs at least 2 input runs, got {len(runs)}")
     weights = resolved.get("weights")
@@ -146,7 +159,7 @@ def _normalised(scores: np.ndarray, score_norm: str) -> np.ndarray:
     return (scores - scores.mean()) / max(scores.std(), 1e-9)
 
 
-def _score_matrix(rankings: list[Ranking], score_norm: str) -> tuple[list[str], np.ndarray, np.ndarray]:
+def score_matrix(rankings: list[Ranking], score_norm: str) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Docs of all inputs (first-seen order) and, per input row, their normalised scores (0 if absent) and presence."""
     columns: dict[str, int] = {}
     rows = []
@@ -172,11 +185,39 @@ def _weighted_sum(matrix: np.ndarray, weights: Sequence[float]) -> np.ndarray:
 
 def _combine(method: str, rankings: list[Ranking], score_norm: str, weights: Sequence[float]) -> dict[str, float]:
     """CombSUM, CombMNZ (sum times the number of inputs holding the doc) or weighted sum of one query."""
-    docs, matrix, present = _score_matrix(rankings, score_norm)
+    docs, matrix, present = score_matrix(rankings, score_norm)
+    return _combination(method, docs, matrix, present, weights)
+
+
+def _combination(
+    method: str, docs: list[str], matrix: np.ndarray, present: np.ndarray, weights: Sequence[float]
+) -> dict[str, float]:
     fused = _weighted_sum(matrix, weights)
     if method == "combmnz":
         fused *= present.sum(axis=0)
     return dict(zip(docs, fused.tolist(), strict=True))
+
+
+def wsum_grid(
+    runs: Sequence[Mapping[str, Ranking]],
+    weight_vectors: Sequence[Sequence[float] | None],
+    score_norm: str,
+    top_k: int | None = None,
+) -> list[Run]:
+    """``fuse_runs("wsum", runs, weights=w, score_norm=score_norm, top_k=top_k)`` for each ``w`` of
+    ``weight_vectors``, each query's score matrix built once: a tuned fusion scores a weight grid on many
+    queries (``execution.tuned_fusion``)."""
+    vectors = [list(w) if w is not None else [1.0] * len(runs) for w in weight_vectors]
+    for weights in vectors:
+        resolve_fusion_params("wsum", {"weights": weights, "score_norm": score_norm, "top_k": top_k}, "wsum_grid")
+        if len(weights) != len(runs):
+            raise ConfigError(f"wsum_grid: {len(weights)} weights for {len(runs)} input runs; give one per run")
+    fused: list[Run] = [{} for _ in vectors]
+    for qid in dict.fromkeys(qid for run in runs for qid in run):
+        docs, matrix, present = score_matrix([list(run.get(qid, [])) for run in runs], score_norm)
+        for run, weights in zip(fused, vectors, strict=True):
+            run[qid] = sort_ranking(_combination("wsum", docs, matrix, present, weights).items(), top_k)
+    return fused
 
 
 def zerda_scores(
@@ -193,7 +234,7 @@ def zerda_scores(
     inputs' ranked lists. With ``as_documented`` the bonus is discarded, as the seed's ``=`` assignment
     in step 7 does; with ``fixed`` it is added after the weighted sum.
     """
-    docs, matrix, _ = _score_matrix(rankings, score_norm)
+    docs, matrix, _ = score_matrix(rankings, score_norm)
     composite = {doc_id: weighted_sum(column.tolist(), weights) for doc_id, column in zip(docs, matrix.T, strict=True)}
     if rrf_order == FIXED:
         _, bonus = rrf_bonuses([_ids(r) for r in rankings], k)

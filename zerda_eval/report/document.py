@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zerda_eval.analysis import significance as sig
-from zerda_eval.analysis.best import best_configurations
+from zerda_eval.analysis.best import best_configurations, fold_choices
 from zerda_eval.analysis.compare import compare_to_baseline
 from zerda_eval.analysis.formatting import fmt
 from zerda_eval.analysis.studies import run_studies
@@ -154,7 +154,36 @@ def _best_configurations(data: RunData) -> list[Block]:
         f"records each fold's choice). The best untuned row was picked by its {measure} on the test queries "
         "themselves: an optimistic figure, shown for the gap."
     )
-    return [Heading(2, "Best configuration per dataset"), Paragraph(note), Table(header=header, rows=rows)]
+    blocks = [Heading(2, "Best configuration per dataset"), Paragraph(note), Table(header=header, rows=rows)]
+    choices = fold_choices(data.run_dir, data.results, best)
+    if choices.empty:
+        return blocks
+    chosen = [
+        [
+            c["dataset"],
+            c["row"],
+            str(c["fold"]),
+            c["inputs"] or "-",
+            c["chosen"],
+            fmt(c["chosen_on_mean"]),
+            f"{c['chosen_on_queries']} / {c['answers']}",
+        ]
+        for _, c in choices.iterrows()
+    ]
+    header = [
+        "dataset",
+        "row",
+        "fold",
+        "inputs chosen",
+        "grid point chosen",
+        f"{measure} where chosen",
+        "queries: chosen on / answered",
+    ]
+    note = (
+        "What each fold (or the train split) chose on its training queries only, for the best held-out row of "
+        "each dataset and every fusion over tuned inputs (which first chose each input's grid point, then its own)."
+    )
+    return [*blocks, Heading(3, "What each fold chose"), Paragraph(note), Table(header=header, rows=chosen)]
 
 
 def _summary(data: RunData) -> str:

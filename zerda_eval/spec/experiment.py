@@ -41,7 +41,16 @@ from zerda_eval.spec.checks import (
     get_table,
 )
 from zerda_eval.spec.reranks import MODEL_PREFIX, RERANK, RERANK_LIBRARIES, parse_rerank
-from zerda_eval.spec.tuning import TUNED, Tuning, parse_tune, parse_tuning, tuned_groups
+from zerda_eval.spec.tuning import (
+    TUNED,
+    Tuning,
+    check_tuned_inputs,
+    is_staged,
+    parse_tune,
+    parse_tuning,
+    tuned_groups,
+    tuned_reference,
+)
 
 TOP_LEVEL_KEYS = ("experiment", "datasets", "systems", "fusions", "reranks", "tuning", "compare", "study")
 EXPERIMENT_KEYS = ("name", "description", "output_dir", "seed", "depth", "measures", "cache_dir", "max_cells")
@@ -55,6 +64,7 @@ DEFAULT_MAX_CELLS = 10_000
 DEFAULT_SEED = 0  # [experiment].seed (it deals the folds of tuned rows)
 TUNING_MODULE = "zerda_eval.execution.tuning"  # what a tuned cell executes (its code fingerprint's root)
 RERANK_MODULE = "zerda_eval.execution.rerank"  # what a rerank cell executes
+TUNED_FUSION_MODULE = "zerda_eval.execution.tuned_fusion"  # ... a tuned cell of a staged fusion
 CONVENTIONS = {
     "tie_break": TIE_BREAK,
     "rrf": "1-based rank contributes weight / (k + rank)",
@@ -234,6 +244,7 @@ def resolve_experiment(raw: Mapping[str, Any], source: str) -> ExperimentSpec:
         f"{source}: reranks",
         "system, fusion or rerank name",
     )
+    check_tuned_inputs(systems, fusions, source)
 
     tuned = any(entry["tune"] is not None for entry in [*systems, *fusions])
     tuning = parse_tuning(raw, datasets, measures, tuned, source)
@@ -265,6 +276,8 @@ def resolve_experiment(raw: Mapping[str, Any], source: str) -> ExperimentSpec:
 def _check_grid_size(raw: Mapping[str, Any], max_cells: int, source: str) -> None:
     """Refuse a grid of more than ``max_cells`` cells, counted from the lengths of its axes (never expanded):
     datasets x the sum over [[systems]] and [[fusions]] of the product of each entry's axis lengths."""
+    from zerda_eval.fusion.simplex import expand_simplex
+
     datasets = raw.get("datasets")
     n_datasets = len(datasets) if isinstance(datasets, list) else 1
     sizes = []
@@ -272,6 +285,9 @@ def _check_grid_size(raw: Mapping[str, Any], max_cells: int, source: str) -> Non
         entries = raw.get(section)
         for i, entry in enumerate(entries if isinstance(entries, list) else []):
             grid = entry.get("grid", {}) if isinstance(entry, Mapping) else {}
+            inputs = entry.get("inputs") if isinstance(entry, Mapping) else None
+            if section == "fusions" and isinstance(inputs, list) and len(inputs) >= 2:
+                grid = expand_simplex(grid, len(inputs), f"{source}: fusions[{i}]")  # counted as expanded
             if isinstance(grid, Mapping):
                 axes = {str(axis): len(values) if isinstance(values, list) else 1 for axis, values in grid.items()}
                 count = math.prod(axes.values())
@@ -366,7 +382,8 @@ def _system(entry: Any, where: str) -> dict[str, Any]:
 
 
 def _fusion(entry: Any, where: str) -> dict[str, Any]:
-    from zerda_eval.fusion.methods import FUSION_METHODS, resolve_fusion_params
+    from zerda_eval.fusion.methods import FUSION_METHODS, LEARNED_METHODS, resolve_fusion_params
+    from zerda_eval.fusion.simplex import expand_simplex
 
     if not isinstance(entry, dict):
         raise ConfigError(f"{where}: each [[fusions]] entry must be a table with name, inputs and method")
@@ -379,6 +396,7 @@ def _fusion(entry: Any, where: str) -> dict[str, Any]:
     if not (isinstance(inputs, list) and len(inputs) >= 2 and all(isinstance(i, str) for i in inputs)):
         raise ConfigError(f"{where}.inputs: give a list of at least 2 system names, got {inputs!r}")
     params = get_inline_table(entry, "params", where)
+    entry = {**entry, "grid": expand_simplex(entry.get("grid", {}), len(inputs), where)}
     combos = _grid(entry, where, params, set(FUSION_METHODS[method]), f"parameter of fusion {method!r}")
     variants = []
     for combo in combos:
@@ -390,7 +408,13 @@ def _fusion(entry: Any, where: str) -> dict[str, Any]:
             raise ConfigError(f"{where}.params.weights: weights must be finite numbers >= 0, got {weights!r}")
         variants.append({"label": _label(name, combo), "params": resolved})
     _unique_variants(variants, f"{where}.grid")
-    keep = parse_tune(entry, {axis for combo in combos for axis in combo}, len(variants), where)
+    if method in LEARNED_METHODS and len(variants) > 1:
+        raise ConfigError(
+            f"{where}.grid: a learned fusion ({method}) is fitted on the training queries it would be chosen on, "
+            "so a grid over it picks the best fit (the most overfit model); give one model per [[fusions]] entry"
+        )
+    staged = is_staged({"method": method, "inputs": inputs})
+    keep = parse_tune(entry, {axis for combo in combos for axis in combo}, len(variants), where, staged)
     return {"name": name, "method": method, "inputs": inputs, "variants": variants, "tune": keep}
 
 
@@ -418,6 +442,8 @@ def _cells(
                 for key in {system["name"], variant["label"]}:
                     by_name.setdefault(key, []).append(cell)
         for i, fusion in enumerate(fusions):
+            if is_staged(fusion):  # its one row is tuned: _tuned_cells
+                continue
             inputs = [_one_cell(by_name, name, f"{source}: fusions[{i}].inputs") for name in fusion["inputs"]]
             input_ids = [c.cell_id for c in inputs]
             for variant in fusion["variants"]:
@@ -485,15 +511,48 @@ def _tuned_cells(
                         **({"overlap": tuning.overlap} if split else {}),
                     },
                 }
-                inputs = [of_entry[(dataset["label"], entry["name"])][i].cell_id for i in indices]
-                train_inputs = [of_entry[(split, entry["name"])][i].cell_id for i in indices] if split else []
+                if "method" in entry and is_staged(entry):
+                    part["fusion"] = {"method": entry["method"], "variants": [entry["variants"][i] for i in indices]}
+                    where = f"{source}: fusion {entry['name']!r}.inputs"
+                    stages = _input_stages(entry["inputs"], dataset["label"], of_entry, where)
+                    train_stages = _input_stages(entry["inputs"], split, of_entry, where) if split else []
+                    inputs = [cell_id for stage in stages for cell_id in stage]
+                    train_inputs = [cell_id for stage in train_stages for cell_id in stage]
+                    staged = {"input_stages": stages, "train_input_stages": train_stages}
+                else:
+                    inputs = [of_entry[(dataset["label"], entry["name"])][i].cell_id for i in indices]
+                    train_inputs = [of_entry[(split, entry["name"])][i].cell_id for i in indices] if split else []
+                    staged = {}
                 extra = {
                     "inputs": inputs,
                     "train_inputs": train_inputs,
                     "train_dataset": _cell_dataset(by_label[split]) if split else None,
+                    **staged,
                 }
                 cells.append(_cell(TUNED, _cell_dataset(dataset), part, extra, own, dataset["label"], source))
     return cells
+
+
+def _input_stages(names: list[str], dataset: str, of_entry: dict, where: str) -> list[list[str]]:
+    """Per input of a staged fusion, the cell ids it chooses among: a tuned system's grid, or one cell."""
+    stages = []
+    for name in names:
+        entry = tuned_reference(name)
+        if entry is not None:
+            stages.append([cell.cell_id for cell in of_entry[(dataset, entry)]])
+        else:
+            found = [cell for (label, _), cells in of_entry.items() if label == dataset for cell in cells]
+            stages.append([_one_cell(_by_name(found), name, where).cell_id])
+    return stages
+
+
+def _by_name(cells: list[CellSpec]) -> dict[str, list[CellSpec]]:
+    """Cells by entry name and by label (a grid's name maps to all its cells)."""
+    by_name: dict[str, list[CellSpec]] = {}
+    for cell in cells:
+        for key in {cell.name, cell.label}:
+            by_name.setdefault(key, []).append(cell)
+    return by_name
 
 
 def _cell(kind: str, dataset: dict, part: dict, extra: dict, common: dict, dataset_label: str, source: str) -> CellSpec:
@@ -513,7 +572,9 @@ def _cell(kind: str, dataset: dict, part: dict, extra: dict, common: dict, datas
         root = RERANK_MODULE
         common = {**common, "versions": {**common["versions"], **library_versions(RERANK_LIBRARIES)}}
     else:
-        root = TUNING_MODULE if kind == TUNED else "zerda_eval.fusion.methods"
+        root = "zerda_eval.fusion.methods"
+        if kind == TUNED:
+            root = TUNED_FUSION_MODULE if "input_stages" in extra else TUNING_MODULE
     config = {"kind": kind, "dataset": dataset, kind: part, **extra, **common, "code": code_fingerprint(root)}
     inputs = tuple(extra.get("inputs", ())) + tuple(extra.get("train_inputs", ()))
     return CellSpec(content_hash(config)[:16], kind, dataset_label, part["label"], part["name"], config, inputs)
@@ -525,7 +586,10 @@ def _one_cell(by_name: dict[str, list[CellSpec]], name: str, where: str, kind: s
         raise ConfigError(unknown_value_message(kind, name, by_name, where))
     if len(found) != 1:
         labels = ", ".join(c.label for c in found)
-        raise ConfigError(f"{where}: {name!r} is a grid of {len(found)} cells; name one of them: {labels}")
+        raise ConfigError(
+            f"{where}: {name!r} is a grid of {len(found)} cells; name one of them ({labels}), or "
+            f'"{name}[tuned]" if the entry has tune = true (chosen per fold)'
+        )
     return found[0]
 
 

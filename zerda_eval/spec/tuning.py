@@ -12,6 +12,13 @@ name = "wsum"
 ...
 grid = { weights = [[0.7, 0.3], [0.5, 0.5]], score_norm = ["min-max", "z-score"] }
 tune = true                                              # or tune = { keep = ["rrf_order"] }
+
+[[fusions]]
+name = "wsum_tuned_bm25"
+inputs = ["bm25_grid[tuned]", "dense"]                   # bm25_grid: a system with a grid and tune = true
+method = "wsum"                                          # or "ltr" (learned: fusion.ltr)
+grid = { weights = { simplex = 0.1 } }                   # every weight vector in steps of 0.1 summing to 1
+tune = true                                              # required: its one row is chosen per fold
 ```
 
 A tuned entry gets, per dataset (a dataset used only as a ``train`` split gets none), one row
@@ -21,6 +28,10 @@ answers every test query; otherwise, per fold, the grid point best on the other 
 fold's queries (PyTerrier's ``KFoldGridSearch``). Folds come from the experiment's ``seed``; queries
 with the same text share a fold. Nothing is retrieved again: folds only choose among finished runs
 (``execution.tuning``).
+
+A fusion over a tuned input (``"<name>[tuned]"``) or with a learned method (``ltr``) is "staged"
+(``is_staged``): it has no grid rows, only its tuned row, where per fold each input's grid point is
+chosen first, then the fusion's, on the same training queries (``execution.tuned_fusion``).
 
 A train split that holds test queries (the same query id, or the same text) is not held out: the run
 is refused, naming the overlap, unless ``overlap = "drop"``, which leaves those train queries out of the
@@ -59,9 +70,54 @@ class Tuning:
         return f"{self.folds}-fold cross-validation on {self.measure}"
 
 
-def parse_tune(entry: Mapping[str, Any], axes: set[str], n_variants: int, where: str) -> list[str] | None:
-    """The kept axes of a ``tune`` key (``true`` -> none kept), or None when the entry is not tuned."""
+def tuned_reference(name: str) -> str | None:
+    """The entry named by a fusion input written ``<name>[tuned]`` (chosen per fold), else None."""
+    suffix = f"[{TUNED}]"
+    return name[: -len(suffix)] if name.endswith(suffix) else None
+
+
+def is_staged(fusion: Mapping[str, Any]) -> bool:
+    """A fusion whose every row is chosen per fold (``execution.tuned_fusion``): over a tuned input, or learned."""
+    from zerda_eval.fusion.methods import LEARNED_METHODS
+
+    return fusion["method"] in LEARNED_METHODS or any(tuned_reference(name) for name in fusion["inputs"])
+
+
+def check_tuned_inputs(systems: list[dict[str, Any]], fusions: list[dict[str, Any]], source: str) -> None:
+    """Each ``<name>[tuned]`` fusion input names a system with ``tune = true`` (no ``keep``)."""
+    tuned = {system["name"]: system["tune"] for system in systems}
+    for i, fusion in enumerate(fusions):
+        for name in fusion["inputs"]:
+            entry = tuned_reference(name)
+            if entry is None:
+                continue
+            where = f"{source}: fusions[{i}].inputs"
+            if entry not in tuned:
+                raise ConfigError(unknown_value_message("tuned system", entry, sorted(tuned), where))
+            if tuned[entry] is None:
+                raise ConfigError(
+                    f"{where}: {name!r} names system {entry!r}, which is not tuned; add tune = true to it"
+                )
+            if tuned[entry]:
+                raise ConfigError(
+                    f"{where}: {name!r} keeps axes {tuned[entry]} (several tuned rows); a fusion input needs one: "
+                    "give that system tune = true"
+                )
+
+
+def parse_tune(
+    entry: Mapping[str, Any], axes: set[str], n_variants: int, where: str, staged: bool = False
+) -> list[str] | None:
+    """The kept axes of a ``tune`` key (``true`` -> none kept), or None when the entry is not tuned.
+
+    ``staged`` (``is_staged``): a fusion chosen per fold even without a grid of its own, which must be tuned.
+    """
     tune = entry.get("tune", False)
+    if tune is False and staged:
+        raise ConfigError(
+            f"{where}: a fusion over a tuned input (<name>[tuned]) or a learned one (ltr) is chosen on training "
+            "queries per fold; add tune = true"
+        )
     if tune is False:
         return None
     if tune is True:
@@ -76,7 +132,7 @@ def parse_tune(entry: Mapping[str, Any], axes: set[str], n_variants: int, where:
                 raise ConfigError(unknown_value_message("grid axis in tune.keep", axis, sorted(axes), where))
     else:
         raise ConfigError(f'{where}.tune: give true, or a table such as {{ keep = ["rrf_order"] }}, got {tune!r}')
-    if n_variants < 2:
+    if n_variants < 2 and not staged:
         raise ConfigError(f"{where}.tune: the entry has no grid to tune; give it grid = {{ axis = [values] }}")
     return keep
 
