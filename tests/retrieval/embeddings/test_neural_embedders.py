@@ -116,6 +116,7 @@ def test_minilm_int8_is_close_to_sentence_transformers_and_one_query_equals_its_
     cosines = (ours * exact).sum(axis=1)
     assert cosines.mean() >= 0.99 and cosines.min() >= 0.98 and not np.array_equal(ours, exact)
     assert int8.params["precision"] == "int8" and int8.params != minilm.params  # stored apart
+    assert int8.params["onnx"].startswith(minilm.params["onnx"] + "-int8")  # the export recipe keys the vectors
     # Dynamic int8 scales a batch's activations by the batch's range: alone or among others, a text's
     # vector moves a little (float noise is the fp32 bound; this is int8's own), never to another vector.
     one_by_one = np.concatenate([int8.embed_queries([text]) for text in english[:4]])
