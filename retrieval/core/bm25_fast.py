@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import threading
 from array import array
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -37,14 +38,20 @@ import numba
 import numpy as np
 
 from retrieval.core.bm25 import DEFAULT_B, DEFAULT_K1, bm25_idf, validate_bm25_params
+from retrieval.core.bm25_daat import block_indptr_of, block_upper_bounds, search_daat
+from retrieval.core.bm25_kernels import SLACK, _bound_order, _gallop, _offer, _sift_down, _weight, _worse
 
 # The layout ``save`` writes (in meta.json; ``load`` refuses any other). 3: posting lists of doc ids and tfs,
-# a norm per document; 4: document lengths and a norm per length, tf columns of frequent terms.
-SAVE_FORMAT = 4
-ARRAYS = ("indptr", "doc_ids", "tfs", "idf", "upper", "lengths", "length_norm", "columns", "column_tfs")
+# a norm per document; 4: document lengths and a norm per length, tf columns of frequent terms; 5: each
+# posting block's largest weight.
+SAVE_FORMAT = 5
+ARRAYS = (
+    "indptr", "doc_ids", "tfs", "idf", "upper", "lengths", "length_norm", "columns", "column_tfs", "block_upper",
+)  # fmt: skip
+# How a query's lists are walked (``SparseBM25.traversal``; "auto" chooses per query, ``_choose``).
+TRAVERSALS = ("exhaustive", "taat", "daat")
+EXHAUSTIVE, TAAT, DAAT = range(len(TRAVERSALS))
 CHUNK_TOKENS = 1 << 22  # tokens per indexing chunk (16 MB of int32 ids)
-# Relative slack on every pruning bound: a float sum of at most a few hundred terms rounds by far less.
-SLACK = 1e-12
 # Score the best k in full before walking a list longer than this many times the lookups that takes.
 LOOKAHEAD = 16
 # Queries whose lists hold fewer postings than this are scored exhaustively: pruning would not pay.
@@ -57,76 +64,6 @@ COLUMN_MIN_DF_SHARE = 1 / 8
 MATERIALISE_MAX_POSTINGS = 1 << 23
 DENSE_MIN_DF_SHARE = 0.25
 MAX_DENSE_CELLS = 1 << 22
-
-
-@numba.njit(cache=True, inline="always")
-def _weight(idf, tf, k1_plus_1, norm):  # type: ignore[no-untyped-def]
-    return idf * tf * k1_plus_1 / (tf + norm)
-
-
-@numba.njit(cache=True, inline="always")
-def _worse(score_a: float, doc_a: int, score_b: float, doc_b: int) -> bool:
-    return score_a < score_b or (score_a == score_b and doc_a > doc_b)
-
-
-@numba.njit(cache=True)
-def _sift_down(heap_scores, heap_docs, size, pos):  # type: ignore[no-untyped-def]
-    while True:
-        child = 2 * pos + 1
-        if child >= size:
-            return
-        right = child + 1
-        if right < size and _worse(heap_scores[right], heap_docs[right], heap_scores[child], heap_docs[child]):
-            child = right
-        if not _worse(heap_scores[child], heap_docs[child], heap_scores[pos], heap_docs[pos]):
-            return
-        heap_scores[pos], heap_scores[child] = heap_scores[child], heap_scores[pos]
-        heap_docs[pos], heap_docs[child] = heap_docs[child], heap_docs[pos]
-        pos = child
-
-
-@numba.njit(cache=True)
-def _offer(heap_scores, heap_docs, size, k, score, doc):  # type: ignore[no-untyped-def]
-    """Add (score, doc) to a heap of at most ``k`` whose root is the worst kept; return the new size."""
-    if size < k:
-        heap_scores[size], heap_docs[size] = score, doc
-        pos = size
-        while pos > 0:
-            parent = (pos - 1) // 2
-            if not _worse(heap_scores[pos], heap_docs[pos], heap_scores[parent], heap_docs[parent]):
-                break
-            heap_scores[pos], heap_scores[parent] = heap_scores[parent], heap_scores[pos]
-            heap_docs[pos], heap_docs[parent] = heap_docs[parent], heap_docs[pos]
-            pos = parent
-        return size + 1
-    if _worse(heap_scores[0], heap_docs[0], score, doc):
-        heap_scores[0], heap_docs[0] = score, doc
-        _sift_down(heap_scores, heap_docs, k, 0)
-    return size
-
-
-@numba.njit(cache=True, inline="always")
-def _lower_bound(doc_ids, low, high, doc):  # type: ignore[no-untyped-def]
-    """First position in ``[low, high)`` whose doc id is >= ``doc`` (``high`` if none), by halving."""
-    while low < high:
-        middle = (low + high) >> 1
-        if doc_ids[middle] < doc:
-            low = middle + 1
-        else:
-            high = middle
-    return low
-
-
-@numba.njit(cache=True, inline="always")
-def _gallop(doc_ids, low, end, doc):  # type: ignore[no-untyped-def]
-    """``_lower_bound`` of ``[low, end)`` for a ``doc`` likely near ``low``: doubling steps, then halving."""
-    if low >= end or doc_ids[low] >= doc:
-        return low
-    step = 1
-    while low + step < end and doc_ids[low + step] < doc:
-        low += step
-        step <<= 1
-    return _lower_bound(doc_ids, low + 1, min(low + step, end), doc)
 
 
 @numba.njit(cache=True, inline="always")
@@ -143,24 +80,15 @@ def _tf_of(indptr, doc_ids, tfs, column_slot, column_tfs, term, cursor, doc):  #
 
 
 @numba.njit(cache=True)
-def _bound_order(terms, counts, upper):  # type: ignore[no-untyped-def]
-    """Each query term's bound (``count * largest weight``) and the order terms are summed in: highest
-    bound first, ties by term row. Every path sums in this order, so a score does not depend on the path."""
-    bounds = np.empty(len(terms))
-    for i in range(len(terms)):
-        bounds[i] = counts[i] * upper[terms[i]]
-    return bounds, np.argsort(-bounds, kind="mergesort")
-
-
-@numba.njit(cache=True)
-def _search_one(index, prune_min, terms, counts, k, acc, touched, out_docs, out_scores):  # type: ignore[no-untyped-def]
-    """Exact top ``k`` of one query into ``out_docs``/``out_scores`` (best first); leaves ``acc`` all zero.
+def _search_taat(index, prune, terms, counts, k, acc, touched, out_docs, out_scores):  # type: ignore[no-untyped-def]
+    """Exact top ``k`` of one query into ``out_docs``/``out_scores`` (best first), term at a time, pruned if
+    ``prune`` (else exhaustive); leaves ``acc`` all zero.
 
     ``index`` is ``SparseBM25._kernel_input()``. ``acc`` (float64) and ``touched`` (int32) have one slot per
     document; ``acc`` is zero on entry.
     """
     (indptr, doc_ids, tfs, idf, length_norm, lengths, upper, k1_plus_1,
-     column_slot, column_tfs, weights, dense_slot, dense_rows) = index  # fmt: skip
+     column_slot, column_tfs, weights, dense_slot, dense_rows) = index[:13]  # fmt: skip
     n_terms = len(terms)
     bounds, order = _bound_order(terms, counts, upper)
     remaining = np.zeros(n_terms + 1)  # remaining[i]: the bounds of terms order[i:] summed
@@ -173,12 +101,8 @@ def _search_one(index, prune_min, terms, counts, k, acc, touched, out_docs, out_
     first_lookup = n_terms  # terms order[first_lookup:] are only looked up, for documents that can still win
     theta = 0.0  # a lower bound of the final k-th best score: the k-th best of k documents' lower bounds
     size = 0
-    total = 0
-    for i in range(n_terms):
-        total += indptr[terms[i] + 1] - indptr[terms[i]]
+    total = _postings_of(indptr, terms)
     materialised = len(weights) > 0
-    # A small (materialised) index is scored exhaustively: walking every list beats pruning's bookkeeping.
-    prune = not materialised and total >= prune_min
     # Without pruning, a short corpus is cheaper to scan whole than to track which documents were touched.
     track = prune or 2 * total < len(lengths)
     for i in range(n_terms):
@@ -300,29 +224,64 @@ def _distinct(rows):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True)
+def _postings_of(indptr, terms):  # type: ignore[no-untyped-def]
+    """How many postings the lists of ``terms`` hold together."""
+    total = 0
+    for term in terms:
+        total += indptr[term + 1] - indptr[term]
+    return total
+
+
+@numba.njit(cache=True)
+def _choose(forced, materialised, postings, prune_min):  # type: ignore[no-untyped-def]
+    """The traversal of one query (``TRAVERSALS`` index): ``forced`` unless it is -1 ("auto").
+
+    A small (materialised) index, or a query with fewer than ``prune_min`` postings, is scored exhaustively:
+    walking every list beats any pruning's bookkeeping; any other query goes document at a time.
+    """
+    if forced >= 0:
+        return forced
+    if materialised or postings < prune_min:
+        return EXHAUSTIVE
+    return DAAT
+
+
+@numba.njit(cache=True)
 def _search_queries(  # type: ignore[no-untyped-def]
-    index, prune_min, q_indptr, q_rows, first, last, acc, touched, out_docs, out_scores
+    index, forced, prune_min, q_indptr, q_rows, first, last, acc, touched, out_docs, out_scores, out_traversals
 ):
-    """Queries ``first`` to ``last - 1`` of a batch, one after another on one workspace."""
+    """Queries ``first`` to ``last - 1`` of a batch, one after another on one workspace; each query's
+    traversal (``TRAVERSALS`` index) goes to ``out_traversals``."""
     k = out_docs.shape[1]
+    materialised = len(index[10]) > 0  # index[10]: the materialised weights, empty on a large index
     for query in range(first, last):
         terms, counts = _distinct(q_rows[q_indptr[query] : q_indptr[query + 1]])
-        _search_one(index, prune_min, terms, counts, k, acc, touched, out_docs[query], out_scores[query])
+        traversal = _choose(forced, materialised, _postings_of(index[0], terms), prune_min)
+        out_traversals[query] = traversal
+        if traversal == DAAT:
+            search_daat(index, index[13], index[14], terms, counts, k, out_docs[query], out_scores[query])
+        else:
+            prune = traversal == TAAT
+            _search_taat(index, prune, terms, counts, k, acc, touched, out_docs[query], out_scores[query])
 
 
 @numba.njit(cache=True, parallel=True)
-def _search_parallel(index, prune_min, q_indptr, q_rows, n_chunks, out_docs, out_scores):  # type: ignore[no-untyped-def]
+def _search_parallel(  # type: ignore[no-untyped-def]
+    index, forced, prune_min, q_indptr, q_rows, n_chunks, out_docs, out_scores, out_traversals
+):
     """The batch split into ``n_chunks`` runs of queries, one workspace each, in parallel."""
     n_queries, n_docs = out_docs.shape[0], len(index[5])  # index[5]: lengths, one per document
     for chunk in numba.prange(n_chunks):
         first, last = chunk * n_queries // n_chunks, (chunk + 1) * n_queries // n_chunks
         acc, touched = np.zeros(n_docs), np.empty(n_docs, dtype=np.int32)
-        _search_queries(index, prune_min, q_indptr, q_rows, first, last, acc, touched, out_docs, out_scores)
+        _search_queries(
+            index, forced, prune_min, q_indptr, q_rows, first, last, acc, touched, out_docs, out_scores, out_traversals
+        )
 
 
 @numba.njit(cache=True)
 def _score_row(index, rows):  # type: ignore[no-untyped-def]
-    """Every document's score for one query, terms summed in the order ``_search_one`` uses."""
+    """Every document's score for one query, terms summed in the order every traversal uses."""
     indptr, doc_ids, tfs, idf, length_norm, lengths, upper, k1_plus_1 = index[:8]
     terms, counts = _distinct(rows)
     scores = np.zeros(len(lengths))
@@ -388,16 +347,24 @@ class SparseBM25:
 
     ``vocabulary`` maps a term to its row; row ``t``'s postings are ``doc_ids[indptr[t]:indptr[t + 1]]``
     with frequencies ``tfs[...]``. ``fit`` replaces the whole index; queries never mutate it.
-    The class attributes below choose the path (tests set them per instance to cover each one).
+    ``traversal`` ("auto" or one of ``TRAVERSALS``) forces how queries walk the lists; ``traversals`` counts
+    the queries each traversal answered. The class attributes below choose the auto path (tests set them per
+    instance to cover each one).
     """
 
     materialise_max_postings: int = MATERIALISE_MAX_POSTINGS
     prune_min_postings: int = PRUNE_MIN_POSTINGS
 
-    def __init__(self, k1: float = DEFAULT_K1, b: float = DEFAULT_B):
+    def __init__(self, k1: float = DEFAULT_K1, b: float = DEFAULT_B, traversal: str = "auto"):
         validate_bm25_params(k1, b)
+        if traversal != "auto" and traversal not in TRAVERSALS:
+            raise ValueError(
+                f"SparseBM25 traversal must be 'auto' or one of {', '.join(TRAVERSALS)}; got {traversal!r}"
+            )
         self.k1 = k1
         self.b = b
+        self.traversal = traversal
+        self.traversals: Counter[str] = Counter()
         self.vocabulary: dict[str, int] = {}
         self.avg_dl: float = 0.0
         self.indptr = np.zeros(1, dtype=np.int64)
@@ -409,6 +376,7 @@ class SparseBM25:
         self.length_norm = np.empty(0, dtype=np.float64)
         self.columns = np.empty(0, dtype=np.int64)
         self.column_tfs = np.empty((0, 0), dtype=np.uint8)
+        self.block_upper = np.empty(0, dtype=np.float64)
         self._workspace = threading.local()
         self._materialise()
 
@@ -476,7 +444,9 @@ class SparseBM25:
         self.length_norm = self.k1 * (1.0 - self.b + self.b * np.arange(longest + 1, dtype=np.float64) / avg_dl)
         self.idf = np.array([bm25_idf(n_docs, int(count)) for count in df], dtype=np.float64)
         self.indptr, self.doc_ids, self.tfs = indptr, doc_ids, tfs
-        self.upper = _upper_bounds(indptr, doc_ids, tfs, self.idf, self.length_norm, self.lengths, self.k1 + 1.0)
+        weight_inputs = (indptr, doc_ids, tfs, self.idf, self.length_norm, self.lengths, self.k1 + 1.0)
+        self.upper = _upper_bounds(*weight_inputs)
+        self.block_upper = block_upper_bounds(*weight_inputs)
         # Only pruned queries read columns, and only an index that is not materialised prunes.
         frequent = df >= max(1.0, COLUMN_MIN_DF_SHARE * n_docs)
         self.columns = np.empty(0, np.int64) if self._materialised else np.flatnonzero(frequent)
@@ -505,6 +475,7 @@ class SparseBM25:
         return (
             self.indptr, self.doc_ids, self.tfs, self.idf, self.length_norm, self.lengths, self.upper, self.k1 + 1.0,
             self._column_slot, self.column_tfs, self._weights, self._dense_slot, self._dense_rows,
+            self._block_indptr, self.block_upper,
         )  # fmt: skip
 
     def _materialise(self) -> None:
@@ -515,6 +486,7 @@ class SparseBM25:
         """
         self._column_slot = np.full(len(self.idf), -1, dtype=np.int64)
         self._column_slot[self.columns] = np.arange(len(self.columns))
+        self._block_indptr = block_indptr_of(self.indptr)
         self._weights = np.empty(0)
         self._dense_slot = np.full(len(self.idf), -1, dtype=np.int64)
         self._dense_rows = np.empty((0, 0))
@@ -541,19 +513,25 @@ class SparseBM25:
 
         Rows are best first, ties by lower doc index: row ``i`` equals ``BM25Index.top_k(queries[i], k)``.
         Several queries run in parallel (numba threads); one runs serially on a per-thread workspace.
+        Each query's traversal is counted in ``traversals``.
         """
         width = max(0, min(k, self.n_docs))
         docs = np.zeros((len(queries_tokens), width), dtype=np.int64)
         scores = np.zeros((len(queries_tokens), width), dtype=np.float64)
         if width and len(queries_tokens):
             index, prune_min = self._kernel_input(), self.prune_min_postings
+            forced = -1 if self.traversal == "auto" else TRAVERSALS.index(self.traversal)
             q_indptr, q_rows = self._query_arrays(queries_tokens)
+            chosen = np.empty(len(queries_tokens), dtype=np.int8)
             n_chunks = min(len(queries_tokens), numba.get_num_threads())
             if n_chunks > 1:
-                _search_parallel(index, prune_min, q_indptr, q_rows, n_chunks, docs, scores)
+                _search_parallel(index, forced, prune_min, q_indptr, q_rows, n_chunks, docs, scores, chosen)
             else:
                 acc, touched = self._scratch()
-                _search_queries(index, prune_min, q_indptr, q_rows, 0, len(queries_tokens), acc, touched, docs, scores)
+                n = len(queries_tokens)
+                _search_queries(index, forced, prune_min, q_indptr, q_rows, 0, n, acc, touched, docs, scores, chosen)
+            for code, count in zip(*np.unique(chosen, return_counts=True), strict=True):
+                self.traversals[TRAVERSALS[code]] += int(count)
         return docs, scores
 
     def _scratch(self) -> tuple[np.ndarray, np.ndarray]:
