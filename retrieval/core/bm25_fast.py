@@ -38,8 +38,8 @@ import numba
 import numpy as np
 
 from retrieval.core.bm25 import DEFAULT_B, DEFAULT_K1, bm25_idf, validate_bm25_params
-from retrieval.core.bm25_daat import block_indptr_of, block_upper_bounds, search_daat
-from retrieval.core.bm25_kernels import SLACK, _bound_order, _gallop, _offer, _sift_down, _weight, _worse
+from retrieval.core.bm25_daat import BLOCK_POSTINGS, WINDOW_DOCS, block_indptr_of, block_upper_bounds, search_daat
+from retrieval.core.bm25_kernels import SLACK, _bound_order, _offer, _sift_down, _tf_of, _weight, _worse
 
 # The layout ``save`` writes (in meta.json; ``load`` refuses any other). 3: posting lists of doc ids and tfs,
 # a norm per document; 4: document lengths and a norm per length, tf columns of frequent terms; 5: each
@@ -64,19 +64,6 @@ COLUMN_MIN_DF_SHARE = 1 / 8
 MATERIALISE_MAX_POSTINGS = 1 << 23
 DENSE_MIN_DF_SHARE = 0.25
 MAX_DENSE_CELLS = 1 << 22
-
-
-@numba.njit(cache=True, inline="always")
-def _tf_of(indptr, doc_ids, tfs, column_slot, column_tfs, term, cursor, doc):  # type: ignore[no-untyped-def]
-    """``(tf of term in doc, 0 if absent; the new cursor)``: one byte read if the term has a tf column, else a
-    gallop through its postings from ``cursor`` (a position in them at or before ``doc``'s)."""
-    if column_slot[term] >= 0:
-        return int(column_tfs[column_slot[term], doc]), cursor
-    end = indptr[term + 1]
-    posting = _gallop(doc_ids, cursor, end, doc)
-    if posting < end and doc_ids[posting] == doc:
-        return int(tfs[posting]), posting
-    return 0, posting
 
 
 @numba.njit(cache=True)
@@ -259,7 +246,7 @@ def _search_queries(  # type: ignore[no-untyped-def]
         traversal = _choose(forced, materialised, _postings_of(index[0], terms), prune_min)
         out_traversals[query] = traversal
         if traversal == DAAT:
-            search_daat(index, index[13], index[14], terms, counts, k, out_docs[query], out_scores[query])
+            search_daat(index, terms, counts, k, out_docs[query], out_scores[query])
         else:
             prune = traversal == TAAT
             _search_taat(index, prune, terms, counts, k, acc, touched, out_docs[query], out_scores[query])
@@ -354,6 +341,8 @@ class SparseBM25:
 
     materialise_max_postings: int = MATERIALISE_MAX_POSTINGS
     prune_min_postings: int = PRUNE_MIN_POSTINGS
+    block_postings: int = BLOCK_POSTINGS  # read by fit (and saved); tests make blocks tiny
+    window_docs: int = WINDOW_DOCS
 
     def __init__(self, k1: float = DEFAULT_K1, b: float = DEFAULT_B, traversal: str = "auto"):
         validate_bm25_params(k1, b)
@@ -446,7 +435,7 @@ class SparseBM25:
         self.indptr, self.doc_ids, self.tfs = indptr, doc_ids, tfs
         weight_inputs = (indptr, doc_ids, tfs, self.idf, self.length_norm, self.lengths, self.k1 + 1.0)
         self.upper = _upper_bounds(*weight_inputs)
-        self.block_upper = block_upper_bounds(*weight_inputs)
+        self.block_upper = block_upper_bounds(*weight_inputs, self.block_postings)
         # Only pruned queries read columns, and only an index that is not materialised prunes.
         frequent = df >= max(1.0, COLUMN_MIN_DF_SHARE * n_docs)
         self.columns = np.empty(0, np.int64) if self._materialised else np.flatnonzero(frequent)
@@ -475,7 +464,7 @@ class SparseBM25:
         return (
             self.indptr, self.doc_ids, self.tfs, self.idf, self.length_norm, self.lengths, self.upper, self.k1 + 1.0,
             self._column_slot, self.column_tfs, self._weights, self._dense_slot, self._dense_rows,
-            self._block_indptr, self.block_upper,
+            self._block_indptr, self.block_upper, self.block_postings, self.window_docs,
         )  # fmt: skip
 
     def _materialise(self) -> None:
@@ -486,7 +475,7 @@ class SparseBM25:
         """
         self._column_slot = np.full(len(self.idf), -1, dtype=np.int64)
         self._column_slot[self.columns] = np.arange(len(self.columns))
-        self._block_indptr = block_indptr_of(self.indptr)
+        self._block_indptr = block_indptr_of(self.indptr, self.block_postings)
         self._weights = np.empty(0)
         self._dense_slot = np.full(len(self.idf), -1, dtype=np.int64)
         self._dense_rows = np.empty((0, 0))
@@ -549,7 +538,7 @@ class SparseBM25:
         for name in ARRAYS:
             np.save(directory / f"{name}.npy", getattr(self, name))
         terms = sorted(self.vocabulary, key=self.vocabulary.__getitem__)
-        meta = {"format": SAVE_FORMAT, "k1": self.k1, "b": self.b, "avg_dl": self.avg_dl}
+        meta = {"format": SAVE_FORMAT, "k1": self.k1, "b": self.b, "avg_dl": self.avg_dl, "block": self.block_postings}
         (directory / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
         (directory / "vocabulary.json").write_text(json.dumps(terms, ensure_ascii=False), encoding="utf-8")
 
@@ -566,7 +555,7 @@ class SparseBM25:
             )
         terms = json.loads((directory / "vocabulary.json").read_text(encoding="utf-8"))
         index = cls(k1=meta["k1"], b=meta["b"])
-        index.avg_dl = meta["avg_dl"]
+        index.avg_dl, index.block_postings = meta["avg_dl"], meta["block"]
         index.vocabulary = {term: row for row, term in enumerate(terms)}
         for name in ARRAYS:
             setattr(index, name, np.load(directory / f"{name}.npy", mmap_mode="r" if mmap else None))

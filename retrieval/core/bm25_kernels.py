@@ -83,6 +83,19 @@ def _gallop(doc_ids, low, end, doc):  # type: ignore[no-untyped-def]
     return _lower_bound(doc_ids, low + 1, min(low + step, end), doc)
 
 
+@numba.njit(cache=True, inline="always")
+def _tf_of(indptr, doc_ids, tfs, column_slot, column_tfs, term, cursor, doc):  # type: ignore[no-untyped-def]
+    """``(tf of term in doc, 0 if absent; the new cursor)``: one byte read if the term has a tf column, else a
+    gallop through its postings from ``cursor`` (a position in them at or before ``doc``'s)."""
+    if column_slot[term] >= 0:
+        return int(column_tfs[column_slot[term], doc]), cursor
+    end = indptr[term + 1]
+    posting = _gallop(doc_ids, cursor, end, doc)
+    if posting < end and doc_ids[posting] == doc:
+        return int(tfs[posting]), posting
+    return 0, posting
+
+
 @numba.njit(cache=True)
 def _bound_order(terms, counts, upper):  # type: ignore[no-untyped-def]
     """Each query term's bound (``count * largest weight``) and the order terms are summed in: highest
