@@ -115,6 +115,11 @@ class SparseBM25Scorer(AnalyzedBM25Scorer):
     def index(self, documents: list[str]) -> None:
         self._sparse = self._build(documents)
 
+    @property
+    def traversals(self) -> Any:
+        """How many queries each of ``SparseBM25``'s traversals answered (a live count, filled as queries run)."""
+        return self._sparse.traversals
+
     def score(self, query: str, top_k: int = 20) -> list[tuple[int, float]]:
         rows, scores = self._sparse.top_k_batch([self.analyze(query)], top_k)
         hits = list(zip(rows[0].tolist(), scores[0].tolist(), strict=True))
@@ -129,6 +134,13 @@ class TunedKeywordRetriever(KeywordRetriever):
     def __init__(self, config: ContextEngineConfig, scorer: AnalyzedBM25Scorer):
         super().__init__(config)
         self._bm25 = scorer
+
+
+def record_traversals(stats: dict[str, Any], scorer: AnalyzedBM25Scorer) -> None:
+    """``stats["bm25_traversals"]``: the fast engine's count of the queries each traversal (exhaustive, taat,
+    daat) answered, which fills as the cell's queries run (its untimed warm-up query included)."""
+    if isinstance(scorer, SparseBM25Scorer):
+        stats["bm25_traversals"] = scorer.traversals
 
 
 def keyword_scorer(
@@ -165,6 +177,7 @@ class ZerdaKeyword(System):
         self._scorer = keyword_scorer(p, p["engine"], self.analysis(collection), cache_dir)
         self._retriever = TunedKeywordRetriever(ContextEngineConfig(), self._scorer)
         self._retriever.index_chunks(collection_chunks(collection))
+        record_traversals(self.stats, self._scorer)
 
     def _scored(self, text: str, k: int) -> tuple[Ranking, float | None]:
         """The seed retriever's answer (its over-fetch and max division), and its scorer's raw top score."""
@@ -340,6 +353,7 @@ class ZerdaHybrid(System):
         analysis = self.analysis(collection)
         keyword = TunedKeywordRetriever(config, keyword_scorer(p, p["keyword_engine"], analysis, cache_dir))
         keyword.index_chunks(collection_chunks(collection))
+        record_traversals(self.stats, keyword._bm25)
         vector = vector_retriever(collection, p, config.retriever.min_vector_score, cache_dir, analysis)
         self._retriever = HybridRetriever(config, vector_retriever=vector, keyword_retriever=keyword)
         self.stats["duplicates_collapsed"] = duplicates_collapsed(list(collection.texts))

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from retrieval.core import BM25Index
 from retrieval.core.bm25_daat import BLOCK_POSTINGS
-from retrieval.core.bm25_fast import TRAVERSALS, SparseBM25
+from retrieval.core.bm25_fast import DAAT_MIN_TERMS, TRAVERSALS, SparseBM25
 
 VOCAB = [f"t{i}" for i in range(12)]
 # Zipf-like weights: t0 in most documents, t11 in few.
@@ -113,6 +113,7 @@ def test_block_bounds_are_each_blocks_largest_reference_weight() -> None:
 
 def test_auto_chooses_by_index_size_and_query_postings_and_counts_each_choice() -> None:
     corpus, asked = zipf_corpus(5, 4000)
+    asked += [[f"w{i}" for i in range(14)]]  # a long query: document at a time
     small = SparseBM25().fit(corpus)  # materialised: every query exhaustive
     small.top_k_batch(asked, 10)
     assert small.traversals == {"exhaustive": len(asked)}
@@ -123,8 +124,14 @@ def test_auto_chooses_by_index_size_and_query_postings_and_counts_each_choice() 
     postings = [
         sum(int(np.diff(large.indptr)[large.vocabulary[w]]) for w in set(q) if w in large.vocabulary) for q in asked
     ]
-    assert large.traversals["exhaustive"] == sum(p < 200 for p in postings)
-    assert sum(large.traversals.values()) == len(asked) and set(large.traversals) <= {"exhaustive", "taat", "daat"}
+    distinct = [len({w for w in q if w in large.vocabulary}) for q in asked]
+    pruned = [n for n, p in zip(distinct, postings, strict=True) if p >= 200]
+    assert large.traversals == {
+        "exhaustive": len(asked) - len(pruned),
+        "daat": sum(n >= DAAT_MIN_TERMS for n in pruned),
+        "taat": sum(n < DAAT_MIN_TERMS for n in pruned),
+    }
+    assert 0 < large.traversals["daat"] < len(asked)
 
 
 def test_an_unknown_traversal_is_refused() -> None:
