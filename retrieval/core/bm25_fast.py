@@ -62,8 +62,10 @@ CHUNK_TOKENS = 1 << 22  # tokens per indexing chunk (16 MB of int32 ids)
 LOOKAHEAD = 16
 # Queries whose lists hold fewer postings than this are scored exhaustively: pruning would not pay.
 PRUNE_MIN_POSTINGS = 50_000
-# Queries of at least this many distinct terms go document at a time, shorter ones term at a time (``_choose``).
+# On a large index, queries of at least this many distinct terms go document at a time (``_choose``); on a
+# materialised one, queries of at least EXHAUSTIVE_MIN_TERMS are scored exhaustively.
 DAAT_MIN_TERMS = 10
+EXHAUSTIVE_MIN_TERMS = 15
 # On an index that prunes, a term in at least this share of the documents also keeps a column of its tfs (one
 # per document, at most 1.6x its postings' bytes): a lookup is one read instead of a gallop through its list.
 COLUMN_MIN_DF_SHARE = 1 / 8
@@ -228,19 +230,23 @@ def _postings_of(indptr, terms):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True)
-def _choose(forced, n_terms, postings, prune_min):  # type: ignore[no-untyped-def]
+def _choose(forced, materialised, n_terms, postings, prune_min):  # type: ignore[no-untyped-def]
     """The traversal of one query (``TRAVERSALS`` index): ``forced`` unless it is -1 ("auto").
 
-    A query with fewer than ``prune_min`` postings is scored exhaustively (walking every list beats any
-    pruning's bookkeeping); one of at least ``DAAT_MIN_TERMS`` distinct terms goes document at a time (its
-    many mid-frequency lists are where term-at-a-time walks long lists before a bound prunes: measured p95 at
-    1M real-text passages 2.3x lower); a shorter one term at a time (its median is lower).
+    Measured on both benchmark corpora (``benchmarks/bench_bm25_latency.py``): a query with fewer than
+    ``prune_min`` postings is scored exhaustively (walking every list beats any pruning's bookkeeping); so is
+    one of ``EXHAUSTIVE_MIN_TERMS`` distinct terms or more on a materialised (small) index, whose dense scan of
+    stored weights beats bookkeeping over many lists. On a large index a query of ``DAAT_MIN_TERMS`` or more
+    goes document at a time (term at a time walks its many mid-frequency lists before a bound prunes: p95 at
+    1M real-text passages 2.6x lower). Any other query goes term at a time (the lowest median).
     """
     if forced >= 0:
         return forced
-    if postings < prune_min:
+    if postings < prune_min or (materialised and n_terms >= EXHAUSTIVE_MIN_TERMS):
         return EXHAUSTIVE
-    return DAAT if n_terms >= DAAT_MIN_TERMS else TAAT
+    if not materialised and n_terms >= DAAT_MIN_TERMS:
+        return DAAT
+    return TAAT
 
 
 @numba.njit(cache=True)
@@ -250,9 +256,10 @@ def _search_queries(  # type: ignore[no-untyped-def]
     """Queries ``first`` to ``last - 1`` of a batch, one after another on one workspace; each query's
     traversal (``TRAVERSALS`` index) goes to ``out_traversals``."""
     k = out_docs.shape[1]
+    materialised = len(index[10]) > 0  # index[10]: the materialised weights, empty on a large index
     for query in range(first, last):
         terms, counts = _distinct(q_rows[q_indptr[query] : q_indptr[query + 1]])
-        traversal = _choose(forced, len(terms), _postings_of(index[0], terms), prune_min)
+        traversal = _choose(forced, materialised, len(terms), _postings_of(index[0], terms), prune_min)
         out_traversals[query] = traversal
         if traversal == DAAT:
             search_daat(index, terms, counts, k, out_docs[query], out_scores[query])

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from retrieval.core import BM25Index
 from retrieval.core.bm25_daat import BLOCK_POSTINGS
-from retrieval.core.bm25_fast import DAAT_MIN_TERMS, TRAVERSALS, SparseBM25
+from retrieval.core.bm25_fast import DAAT_MIN_TERMS, EXHAUSTIVE_MIN_TERMS, TRAVERSALS, SparseBM25
 
 VOCAB = [f"t{i}" for i in range(12)]
 # Zipf-like weights: t0 in most documents, t11 in few.
@@ -113,7 +113,7 @@ def test_block_bounds_are_each_blocks_largest_reference_weight() -> None:
 
 def test_auto_chooses_by_index_size_and_query_postings_and_counts_each_choice() -> None:
     corpus, asked = zipf_corpus(5, 4000)
-    asked += [[f"w{i}" for i in range(14)]]  # a long query: document at a time
+    asked += [[f"w{i}" for i in range(14)], [f"w{i}" for i in range(20)]]  # long queries
     small = SparseBM25().fit(corpus)  # materialised: every query exhaustive
     small.top_k_batch(asked, 10)
     assert small.traversals == {"exhaustive": len(asked)}
@@ -132,6 +132,13 @@ def test_auto_chooses_by_index_size_and_query_postings_and_counts_each_choice() 
         "taat": sum(n < DAAT_MIN_TERMS for n in pruned),
     }
     assert 0 < large.traversals["daat"] < len(asked)
+    pruning = SparseBM25()  # materialised, every query with enough postings to prune
+    pruning.prune_min_postings = 0
+    pruning.fit(corpus).top_k_batch(asked, 10)
+    assert pruning.traversals == {
+        "exhaustive": sum(n >= EXHAUSTIVE_MIN_TERMS for n in distinct),
+        "taat": sum(n < EXHAUSTIVE_MIN_TERMS for n in distinct),
+    }
 
 
 def test_an_unknown_traversal_is_refused() -> None:
