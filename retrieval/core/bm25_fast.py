@@ -11,7 +11,7 @@ their tfs (one per document), for lookups.
 
 A query is answered by one of three traversals (``TRAVERSALS``; ``_choose`` picks per query, the
 ``traversal`` option forces one): exhaustive (every posting of its terms), term at a time (below) or
-document at a time (block-max MaxScore, ``retrieval.core.bm25_daat``; each block of 128 postings keeps its
+document at a time (block-max MaxScore, ``search_daat``; each block of 128 postings keeps its
 largest weight, ``block_upper``). All three sum a query's terms in the same order and break ties the same
 way, so they return the same arrays.
 
@@ -44,8 +44,6 @@ import numba
 import numpy as np
 
 from retrieval.core.bm25 import DEFAULT_B, DEFAULT_K1, bm25_idf, validate_bm25_params
-from retrieval.core.bm25_daat import BLOCK_POSTINGS, WINDOW_DOCS, block_indptr_of, block_upper_bounds, search_daat
-from retrieval.core.bm25_kernels import SLACK, _bound_order, _offer, _sift_down, _tf_of, _weight, _worse
 
 # The layout ``save`` writes (in meta.json; ``load`` refuses any other). 3: posting lists of doc ids and tfs,
 # a norm per document; 4: document lengths and a norm per length, tf columns of frequent terms; 5: each
@@ -74,6 +72,328 @@ COLUMN_MIN_DF_SHARE = 1 / 8
 MATERIALISE_MAX_POSTINGS = 1 << 23
 DENSE_MIN_DF_SHARE = 0.25
 MAX_DENSE_CELLS = 1 << 22
+
+
+# The building blocks every traversal shares: the weight, the top-k heap, the list searches. All numba code
+# lives in this one module: numba's on-disk cache of a function is not invalidated when a function it calls
+# changes in another file, so a split would let a stale compiled kernel run.
+
+# Relative slack on every pruning bound: a float sum of at most a few hundred terms rounds by far less.
+SLACK = 1e-12
+
+
+@numba.njit(cache=True, inline="always")
+def _weight(idf, tf, k1_plus_1, norm):  # type: ignore[no-untyped-def]
+    return idf * tf * k1_plus_1 / (tf + norm)
+
+
+@numba.njit(cache=True, inline="always")
+def _worse(score_a: float, doc_a: int, score_b: float, doc_b: int) -> bool:
+    return score_a < score_b or (score_a == score_b and doc_a > doc_b)
+
+
+@numba.njit(cache=True)
+def _sift_down(heap_scores, heap_docs, size, pos):  # type: ignore[no-untyped-def]
+    while True:
+        child = 2 * pos + 1
+        if child >= size:
+            return
+        right = child + 1
+        if right < size and _worse(heap_scores[right], heap_docs[right], heap_scores[child], heap_docs[child]):
+            child = right
+        if not _worse(heap_scores[child], heap_docs[child], heap_scores[pos], heap_docs[pos]):
+            return
+        heap_scores[pos], heap_scores[child] = heap_scores[child], heap_scores[pos]
+        heap_docs[pos], heap_docs[child] = heap_docs[child], heap_docs[pos]
+        pos = child
+
+
+@numba.njit(cache=True)
+def _offer(heap_scores, heap_docs, size, k, score, doc):  # type: ignore[no-untyped-def]
+    """Add (score, doc) to a heap of at most ``k`` whose root is the worst kept; return the new size."""
+    if size < k:
+        heap_scores[size], heap_docs[size] = score, doc
+        pos = size
+        while pos > 0:
+            parent = (pos - 1) // 2
+            if not _worse(heap_scores[pos], heap_docs[pos], heap_scores[parent], heap_docs[parent]):
+                break
+            heap_scores[pos], heap_scores[parent] = heap_scores[parent], heap_scores[pos]
+            heap_docs[pos], heap_docs[parent] = heap_docs[parent], heap_docs[pos]
+            pos = parent
+        return size + 1
+    if _worse(heap_scores[0], heap_docs[0], score, doc):
+        heap_scores[0], heap_docs[0] = score, doc
+        _sift_down(heap_scores, heap_docs, k, 0)
+    return size
+
+
+@numba.njit(cache=True, inline="always")
+def _lower_bound(doc_ids, low, high, doc):  # type: ignore[no-untyped-def]
+    """First position in ``[low, high)`` whose doc id is >= ``doc`` (``high`` if none), by halving."""
+    while low < high:
+        middle = (low + high) >> 1
+        if doc_ids[middle] < doc:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+@numba.njit(cache=True, inline="always")
+def _gallop(doc_ids, low, end, doc):  # type: ignore[no-untyped-def]
+    """``_lower_bound`` of ``[low, end)`` for a ``doc`` likely near ``low``: doubling steps, then halving."""
+    if low >= end or doc_ids[low] >= doc:
+        return low
+    step = 1
+    while low + step < end and doc_ids[low + step] < doc:
+        low += step
+        step <<= 1
+    return _lower_bound(doc_ids, low + 1, min(low + step, end), doc)
+
+
+@numba.njit(cache=True, inline="always")
+def _tf_of(indptr, doc_ids, tfs, column_slot, column_tfs, term, cursor, doc):  # type: ignore[no-untyped-def]
+    """``(tf of term in doc, 0 if absent; the new cursor)``: one byte read if the term has a tf column, else a
+    gallop through its postings from ``cursor`` (a position in them at or before ``doc``'s)."""
+    if column_slot[term] >= 0:
+        return int(column_tfs[column_slot[term], doc]), cursor
+    end = indptr[term + 1]
+    posting = _gallop(doc_ids, cursor, end, doc)
+    if posting < end and doc_ids[posting] == doc:
+        return int(tfs[posting]), posting
+    return 0, posting
+
+
+@numba.njit(cache=True)
+def _bound_order(terms, counts, upper):  # type: ignore[no-untyped-def]
+    """Each query term's bound (``count * largest weight``) and the order terms are summed in: highest
+    bound first, ties by term row. Every path sums in this order, so a score does not depend on the path."""
+    bounds = np.empty(len(terms))
+    for i in range(len(terms)):
+        bounds[i] = counts[i] * upper[terms[i]]
+    return bounds, np.argsort(-bounds, kind="mergesort")
+
+
+# Document at a time: block-max MaxScore.
+# Document-at-a-time BM25 top-k with block-max MaxScore: exact, and fast on queries with frequent words.
+#
+# Each posting list is cut into blocks of ``BLOCK_POSTINGS`` postings, and the index keeps each block's
+# largest weight (``block_upper``; block ``j`` of term ``t`` is entry ``block_indptr[t] + j``). A query walks
+# its lists together, one document at a time, in ascending doc id (MaxScore, Turtle and Flood 1995; with
+# block bounds as in PISA's block-max MaxScore and Lucene's ``MaxScoreBulkScorer``):
+#
+# - terms sorted by bound (``count * largest weight``), lowest first; the lowest ones whose bounds sum below
+#   the k-th best score so far (theta) are *non-essential*: a document in none of the other (*essential*)
+#   lists cannot reach the top k, so only essential lists are walked;
+# - a window of documents up to the nearest block end of the essential lists is skipped whole when the
+#   essential blocks' bounds plus the non-essential terms' bounds sum below theta;
+# - a document of an essential list is then bounded with the non-essential terms' *block* bounds at that
+#   document, and only if it can still reach theta are those terms looked up (a gallop inside one block).
+#
+# Exact: every bound carries a relative slack of ``SLACK`` against rounding, and a scored document's score
+# is summed in the engine's one order (highest bound first, ``_bound_order``), so it is bit-identical to the
+# term-at-a-time and exhaustive paths'. Documents come in ascending id, so a later document that ties the
+# k-th best score loses (ties by lower index, ``retrieval.core.top_k``), and pruning needs a strictly higher
+# bound only.
+
+BLOCK_POSTINGS = 128  # postings per block: one float64 bound per 128 postings (0.06 bytes a posting)
+WINDOW_DOCS = 1024  # documents scored together: the essential lists are summed into a window-sized buffer
+
+
+@numba.njit(cache=True)
+def block_indptr_of(indptr, block):  # type: ignore[no-untyped-def]
+    """Where each term's block bounds start: term ``t`` has ``ceil(df / block)`` blocks."""
+    out = np.zeros(len(indptr), dtype=np.int64)
+    for term in range(len(indptr) - 1):
+        df = indptr[term + 1] - indptr[term]
+        out[term + 1] = out[term] + (df + block - 1) // block
+    return out
+
+
+@numba.njit(cache=True)
+def block_upper_bounds(indptr, doc_ids, tfs, idf, length_norm, lengths, k1_plus_1, block):  # type: ignore[no-untyped-def]
+    """Each ``block`` postings' largest weight, computed exactly as the search computes a weight (``_weight``)."""
+    starts = block_indptr_of(indptr, block)
+    out = np.zeros(starts[-1])
+    for term in range(len(indptr) - 1):
+        for posting in range(indptr[term], indptr[term + 1]):
+            slot = starts[term] + (posting - indptr[term]) // block
+            weight = _weight(idf[term], tfs[posting], k1_plus_1, length_norm[lengths[doc_ids[posting]]])
+            out[slot] = max(out[slot], weight)
+    return out
+
+
+@numba.njit(cache=True, inline="always")
+def _block_end(start, end, position, block):  # type: ignore[no-untyped-def]
+    """One past the last posting of the block (of a list starting at ``start``) holding ``position``."""
+    return min(start + ((position - start) // block + 1) * block, end)
+
+
+@numba.njit(cache=True, inline="always")
+def _gallop_blocks(doc_ids, start, end, position, doc, block):  # type: ignore[no-untyped-def]
+    """The first position, from ``position`` on, of the block whose last doc id is >= ``doc`` (``end`` if none),
+    moving block by block (one read of each block's last doc id), never past ``doc`` itself."""
+    while position < end and doc_ids[_block_end(start, end, position, block) - 1] < doc:
+        position = _block_end(start, end, position, block)
+    return position
+
+
+@numba.njit(cache=True, inline="always")
+def _window_bound(doc_ids, block_upper, first_block, start, end, position, window_end, block):  # type: ignore[no-untyped-def]
+    """The largest block bound of a list's blocks holding its postings from ``position`` below ``window_end``
+    (0.0 if it has none there)."""
+    best = 0.0
+    while position < end and doc_ids[position] < window_end:
+        best = max(best, block_upper[first_block + (position - start) // block])
+        position = _block_end(start, end, position, block)
+    return best
+
+
+@numba.njit(cache=True)
+def _seed_theta(index, terms, counts, asc, k):  # type: ignore[no-untyped-def]
+    """A lower bound of the query's k-th best score, before any list is walked: the k-th best full score of the
+    documents in the block with the highest bound of the highest-bound list (0.0 if it holds fewer than ``k``).
+
+    A high theta from the start keeps the frequent terms non-essential and the candidates few.
+    """
+    indptr, doc_ids, tfs, idf, length_norm, lengths, _, k1_plus_1, column_slot, column_tfs = index[:10]
+    block_indptr, block_upper, block = index[13:16]
+    if len(asc) == 0:
+        return 0.0
+    top = terms[asc[-1]]
+    first, n_blocks = block_indptr[top], block_indptr[top + 1] - block_indptr[top]
+    best = first + np.argmax(block_upper[first : first + n_blocks])
+    low = indptr[top] + (best - first) * block
+    high = min(low + block, indptr[top + 1])
+    if high - low < k:
+        return 0.0
+    cursors = np.empty(len(asc), np.int64)
+    for m in range(len(asc)):
+        cursors[m] = indptr[terms[asc[m]]]
+    scores = np.empty(high - low)
+    for posting in range(low, high):  # ascending documents: every cursor only moves forward
+        doc, score = doc_ids[posting], 0.0
+        for m in range(len(asc) - 1, -1, -1):
+            term = terms[asc[m]]
+            tf, cursors[m] = _tf_of(indptr, doc_ids, tfs, column_slot, column_tfs, term, cursors[m], doc)
+            if tf:
+                score += counts[asc[m]] * _weight(idf[term], tf, k1_plus_1, length_norm[lengths[doc]])
+        scores[posting - low] = score
+    return np.partition(scores, len(scores) - k)[len(scores) - k]
+
+
+@numba.njit(cache=True)
+def search_daat(index, terms, counts, k, out_docs, out_scores):  # type: ignore[no-untyped-def]
+    """Exact top ``k`` of one query (distinct ``terms``, ``counts``) into ``out_docs``/``out_scores``, best first.
+
+    ``index`` is ``SparseBM25._kernel_input()``; ``k`` is at most the number of documents.
+    """
+    indptr, doc_ids, tfs, idf, length_norm, lengths, upper, k1_plus_1, column_slot, column_tfs, weights = index[:11]
+    block_indptr, block_upper, block, window = index[13:17]
+    materialised = len(weights) > 0
+    n_docs, n = len(lengths), len(terms)
+    bounds, order = _bound_order(terms, counts, upper)
+    asc = order[::-1].copy()  # lowest bound first: asc[:first_essential] are the non-essential terms
+    prefix = np.zeros(n + 1)  # prefix[m]: the bounds of asc[:m] summed
+    for m in range(n):
+        prefix[m + 1] = prefix[m] + bounds[asc[m]]
+    term_of, count_of, first_block = np.empty(n, np.int64), np.empty(n), np.empty(n, np.int64)
+    start, end, pos = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    for m in range(n):
+        term_of[m], count_of[m] = terms[asc[m]], counts[asc[m]]
+        start[m], end[m], first_block[m] = indptr[term_of[m]], indptr[term_of[m] + 1], block_indptr[term_of[m]]
+        pos[m] = start[m]
+    window_prefix = np.zeros(n + 1)
+    acc = np.zeros(window)  # the essential terms' partial score of each document of the window
+    touched = np.empty(window, np.int64)
+    candidates = np.empty(window, np.int64)
+    heap_scores, heap_docs = np.empty(k), np.empty(k, dtype=np.int64)
+    size, first_essential = 0, 0
+    # theta * (1 - SLACK), theta a proven lower bound of the k-th best score: a bound below floor cannot reach
+    # the top k. It starts at the k-th best full score of the best block of the highest-bound list.
+    floor = _seed_theta(index, terms, counts, asc, k) * (1.0 - SLACK)
+    while first_essential < n and prefix[first_essential + 1] < floor:
+        first_essential += 1
+    while first_essential < n:
+        window_start = n_docs  # the window opens at the next document of an essential list
+        for m in range(first_essential, n):
+            if pos[m] < end[m]:
+                window_start = min(window_start, doc_ids[pos[m]])
+        if window_start == n_docs:
+            break
+        window_end = min(window_start + window, n_docs)
+        essential = first_essential  # this window's split, even if theta rises inside it
+        for m in range(essential):  # window_prefix[m]: the window's block bounds of terms asc[:m] summed
+            pos[m] = _gallop_blocks(doc_ids, start[m], end[m], pos[m], window_start, block)
+            top = _window_bound(doc_ids, block_upper, first_block[m], start[m], end[m], pos[m], window_end, block)
+            window_prefix[m + 1] = window_prefix[m] + count_of[m] * top
+        if floor > 0.0:  # the whole window skipped if no document in it can reach theta
+            bound = window_prefix[essential]
+            for m in range(essential, n):
+                top = _window_bound(doc_ids, block_upper, first_block[m], start[m], end[m], pos[m], window_end, block)
+                bound += count_of[m] * top
+            if bound < floor:
+                for m in range(essential, n):
+                    pos[m] = _gallop(doc_ids, pos[m], end[m], window_end)
+                continue
+        n_touched = 0  # the essential lists in the window, highest bound first (the engine's order)
+        for m in range(n - 1, essential - 1, -1):
+            term, count, posting = term_of[m], count_of[m], pos[m]
+            while posting < end[m] and doc_ids[posting] < window_end:
+                doc = doc_ids[posting]
+                slot = doc - window_start
+                touched[n_touched] = slot  # kept only if new: every weight is > 0, so 0.0 means unseen
+                n_touched += acc[slot] == 0.0
+                if materialised:
+                    acc[slot] += count * weights[posting]
+                else:
+                    acc[slot] += count * _weight(idf[term], tfs[posting], k1_plus_1, length_norm[lengths[doc]])
+                posting += 1
+            pos[m] = posting
+        n_candidates = 0  # the documents whose partial score and the non-essential bounds reach theta
+        for j in range(n_touched):
+            if acc[touched[j]] + window_prefix[essential] >= floor:
+                candidates[n_candidates] = touched[j]
+                n_candidates += 1
+        candidates[:n_candidates].sort()  # ascending: the lookups' cursors only move forward
+        # The non-essential terms, highest bound first, looked up for the candidates left; a candidate stays
+        # while its partial score and the bounds of the terms still to look up reach theta.
+        for m in range(essential - 1, -1, -1):
+            term, count, cursor, kept = term_of[m], count_of[m], pos[m], 0
+            for j in range(n_candidates):
+                slot = candidates[j]
+                doc = window_start + slot
+                tf, cursor = _tf_of(indptr, doc_ids, tfs, column_slot, column_tfs, term, cursor, doc)
+                if tf:
+                    acc[slot] += count * _weight(idf[term], tf, k1_plus_1, length_norm[lengths[doc]])
+                if acc[slot] + window_prefix[m] >= floor:
+                    candidates[kept] = slot
+                    kept += 1
+            pos[m], n_candidates = cursor, kept
+        for j in range(n_candidates):  # full scores, summed in the engine's order, documents ascending
+            slot = candidates[j]
+            if size < k or acc[slot] > heap_scores[0]:  # a later doc that ties the k-th best loses to it
+                size = _offer(heap_scores, heap_docs, size, k, acc[slot], window_start + slot)
+                if size == k:
+                    floor = max(floor, heap_scores[0] * (1.0 - SLACK))
+                    while first_essential < n and prefix[first_essential + 1] < floor:
+                        first_essential += 1
+        for j in range(n_touched):
+            acc[touched[j]] = 0.0
+    if size < k:  # fewer than k matches: the unmatched documents, score 0, lowest index first
+        kept = np.sort(heap_docs[:size])
+        doc, j = 0, 0
+        while size < k:
+            if j < len(kept) and kept[j] == doc:
+                j += 1
+            else:
+                size = _offer(heap_scores, heap_docs, size, k, 0.0, doc)
+            doc += 1
+    for position in range(k - 1, -1, -1):  # pop the worst first, so the row ends best first
+        out_scores[position], out_docs[position] = heap_scores[0], heap_docs[0]
+        heap_scores[0], heap_docs[0] = heap_scores[position], heap_docs[position]
+        _sift_down(heap_scores, heap_docs, position, 0)
 
 
 @numba.njit(cache=True)

@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 
 from retrieval.core import BM25Index, tokenize
-from retrieval.core.bm25_fast import ARRAYS, SAVE_FORMAT, SparseBM25
-from retrieval.core.bm25_kernels import _gallop, _lower_bound
+from retrieval.core.bm25_fast import ARRAYS, SAVE_FORMAT, SparseBM25, _gallop, _lower_bound
 from tests.arrays import backed_by_memmap
 
 BUNDLED = [

@@ -15,8 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from retrieval.core import BM25Index
-from retrieval.core.bm25_daat import BLOCK_POSTINGS
-from retrieval.core.bm25_fast import DAAT_MIN_TERMS, EXHAUSTIVE_MIN_TERMS, TRAVERSALS, SparseBM25
+from retrieval.core.bm25_fast import BLOCK_POSTINGS, DAAT_MIN_TERMS, EXHAUSTIVE_MIN_TERMS, TRAVERSALS, SparseBM25
 
 VOCAB = [f"t{i}" for i in range(12)]
 # Zipf-like weights: t0 in most documents, t11 in few.
