@@ -7,14 +7,15 @@ load and after the queries (anonymous = private memory; file = pages of the memo
 OS can drop), peak RSS, and top-k latency. The reloaded index must return the very same top-k as the one
 built in memory (checked, not timed).
 
-Passages and queries come from ``test_bench_scaling.zipf_token_lists`` (Zipf(1.1) over 200,000 words,
+Passages and queries come from ``bm25_corpora.zipf_token_lists`` (Zipf(1.1) over 200,000 words,
 20-80 tokens per passage, 3-10 per query), seeded. The default is 100,000 passages; ZERDA_BENCH_1M=1
 (or ``--passages N``) runs 1,000,000.
 
     python benchmarks/bench_large_corpus.py
     ZERDA_BENCH_1M=1 python benchmarks/bench_large_corpus.py
     python benchmarks/bench_large_corpus.py --passages 10000000          # the 10M run (about 5 min, 6 GB)
-    ZERDA_BENCH_1M=1 python benchmarks/bench_large_corpus.py --peer     # p50 / p95 / mean beside bm25s
+
+Latency beside bm25s (p50 / p95 / p99, both corpora): ``bench_bm25_latency.py``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ import numpy as np
 from retrieval.core.bm25_fast import SparseBM25
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_bench_scaling import N_QUERIES, K, checked_queries, zipf_token_lists  # shared by every BM25 benchmark
+from bm25_corpora import zipf_token_lists  # shared by every BM25 benchmark
+from test_bench_scaling import N_QUERIES, K
 
 SEED = 20261202
 
@@ -70,39 +72,6 @@ def latency(index: SparseBM25, queries: list[list[str]]) -> dict[str, float]:
         "single_p50_ms": round(float(np.percentile(single, 50)) * 1000, 2),
         "single_p95_ms": round(float(np.percentile(single, 95)) * 1000, 2),
     }
-
-
-def side_by_side(index: SparseBM25, corpus: list[list[str]], queries: list[list[str]]) -> dict:
-    """One query per call, ours and bm25s (numba, 1 thread) interleaved: best of 3 per query, percentiles.
-
-    bm25s indexes the same passages (so the corpus is held in memory here, unlike ``build``); both sides'
-    top-k are checked first (``checked_queries``).
-    """
-    import bm25s
-
-    peer = bm25s.BM25(k1=index.k1, b=index.b, method="lucene", backend="numba")
-    peer.index(corpus, show_progress=False)
-    queries, same = checked_queries(index, peer, queries)
-    times: dict[str, list[float]] = {"ours": [], "bm25s": []}
-    for query in queries:
-        for side, search in (
-            ("ours", lambda q: index.top_k_batch([q], K)),
-            ("bm25s", lambda q: peer.retrieve([q], k=K, show_progress=False, n_threads=0)),
-        ):
-            best = float("inf")
-            for _ in range(3):
-                start = time.perf_counter()
-                search(query)
-                best = min(best, time.perf_counter() - start)
-            times[side].append(best * 1000)
-    figures = {
-        side: {f"p{p}_ms": round(float(np.percentile(t, p)), 3) for p in (50, 95)}
-        | {"mean_ms": round(float(np.mean(t)), 3)}
-        for side, t in times.items()
-    }
-    figures["ratio"] = {key: round(figures["bm25s"][key] / figures["ours"][key], 2) for key in figures["ours"]}
-    figures["same_top_k_sets"] = f"{same}/{len(queries)}"
-    return figures
 
 
 def streamed_passages(seed: int, passages: int, chunk: int = 50_000) -> Iterator[list[str]]:
@@ -151,22 +120,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default = 1_000_000 if os.environ.get("ZERDA_BENCH_1M") == "1" else 100_000
     parser.add_argument("--passages", type=int, default=default)
-    parser.add_argument("--peer", action="store_true", help="also time bm25s on the same passages (in memory)")
     parser.add_argument("--reload", type=Path, help=argparse.SUPPRESS)  # child mode: index directory
     parser.add_argument("--no-mmap", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.reload:
         print(json.dumps(reload(args.reload, mmap=not args.no_mmap)))
-        return
-    if args.peer:
-        corpus = list(streamed_passages(SEED, args.passages))
-        index = SparseBM25().fit(corpus)
-        queries = zipf_token_lists(np.random.default_rng(SEED + 1), N_QUERIES, 3, 10)
-        print(
-            json.dumps(
-                {"passages": args.passages, "one_query_per_call": side_by_side(index, corpus, queries)}, indent=2
-            )
-        )
         return
     with tempfile.TemporaryDirectory(prefix="bench-large-") as tmp:
         figures = build(args.passages, Path(tmp))

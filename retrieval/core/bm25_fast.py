@@ -9,7 +9,13 @@ weight matrix takes 12. A weight is computed when it is read, with the float64 o
 to the reference's. On a large index, terms in at least an eighth of the documents also keep a column of
 their tfs (one per document), for lookups.
 
-A query is scored term at a time, highest upper bound (``count * largest weight``) first. Once at least
+A query is answered by one of three traversals (``TRAVERSALS``; ``_choose`` picks per query, the
+``traversal`` option forces one): exhaustive (every posting of its terms), term at a time (below) or
+document at a time (block-max MaxScore, ``search_daat``; each block of 128 postings keeps its
+largest weight, ``block_upper``). All three sum a query's terms in the same order and break ties the same
+way, so they return the same arrays.
+
+Term at a time, a query is scored highest upper bound (``count * largest weight``) first. Once at least
 ``k`` documents have a partial score and the upper bounds of the terms left sum to less than the k-th
 best partial score, no unseen document can reach the top k (MaxScore's argument, as in Lucene and PISA):
 the remaining, frequent terms are then only looked up (a read of their tf column, or a gallop through
@@ -30,6 +36,7 @@ from __future__ import annotations
 import json
 import threading
 from array import array
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -39,16 +46,24 @@ import numpy as np
 from retrieval.core.bm25 import DEFAULT_B, DEFAULT_K1, bm25_idf, validate_bm25_params
 
 # The layout ``save`` writes (in meta.json; ``load`` refuses any other). 3: posting lists of doc ids and tfs,
-# a norm per document; 4: document lengths and a norm per length, tf columns of frequent terms.
-SAVE_FORMAT = 4
-ARRAYS = ("indptr", "doc_ids", "tfs", "idf", "upper", "lengths", "length_norm", "columns", "column_tfs")
+# a norm per document; 4: document lengths and a norm per length, tf columns of frequent terms; 5: each
+# posting block's largest weight.
+SAVE_FORMAT = 5
+ARRAYS = (
+    "indptr", "doc_ids", "tfs", "idf", "upper", "lengths", "length_norm", "columns", "column_tfs", "block_upper",
+)  # fmt: skip
+# How a query's lists are walked (``SparseBM25.traversal``; "auto" chooses per query, ``_choose``).
+TRAVERSALS = ("exhaustive", "taat", "daat")
+EXHAUSTIVE, TAAT, DAAT = range(len(TRAVERSALS))
 CHUNK_TOKENS = 1 << 22  # tokens per indexing chunk (16 MB of int32 ids)
-# Relative slack on every pruning bound: a float sum of at most a few hundred terms rounds by far less.
-SLACK = 1e-12
 # Score the best k in full before walking a list longer than this many times the lookups that takes.
 LOOKAHEAD = 16
 # Queries whose lists hold fewer postings than this are scored exhaustively: pruning would not pay.
 PRUNE_MIN_POSTINGS = 50_000
+# On a large index, queries of at least this many distinct terms go document at a time (``_choose``); on a
+# materialised one, queries of at least EXHAUSTIVE_MIN_TERMS are scored exhaustively.
+DAAT_MIN_TERMS = 10
+EXHAUSTIVE_MIN_TERMS = 15
 # On an index that prunes, a term in at least this share of the documents also keeps a column of its tfs (one
 # per document, at most 1.6x its postings' bytes): a lookup is one read instead of a gallop through its list.
 COLUMN_MIN_DF_SHARE = 1 / 8
@@ -57,6 +72,14 @@ COLUMN_MIN_DF_SHARE = 1 / 8
 MATERIALISE_MAX_POSTINGS = 1 << 23
 DENSE_MIN_DF_SHARE = 0.25
 MAX_DENSE_CELLS = 1 << 22
+
+
+# The building blocks every traversal shares: the weight, the top-k heap, the list searches. All numba code
+# lives in this one module: numba's on-disk cache of a function is not invalidated when a function it calls
+# changes in another file, so a split would let a stale compiled kernel run.
+
+# Relative slack on every pruning bound: a float sum of at most a few hundred terms rounds by far less.
+SLACK = 1e-12
 
 
 @numba.njit(cache=True, inline="always")
@@ -152,15 +175,237 @@ def _bound_order(terms, counts, upper):  # type: ignore[no-untyped-def]
     return bounds, np.argsort(-bounds, kind="mergesort")
 
 
+# Document at a time: block-max MaxScore.
+# Document-at-a-time BM25 top-k with block-max MaxScore: exact, and fast on queries with frequent words.
+#
+# Each posting list is cut into blocks of ``BLOCK_POSTINGS`` postings, and the index keeps each block's
+# largest weight (``block_upper``; block ``j`` of term ``t`` is entry ``block_indptr[t] + j``). A query walks
+# its lists together, one document at a time, in ascending doc id (MaxScore, Turtle and Flood 1995; with
+# block bounds as in PISA's block-max MaxScore and Lucene's ``MaxScoreBulkScorer``):
+#
+# - terms sorted by bound (``count * largest weight``), lowest first; the lowest ones whose bounds sum below
+#   the k-th best score so far (theta) are *non-essential*: a document in none of the other (*essential*)
+#   lists cannot reach the top k, so only essential lists are walked;
+# - a window of documents up to the nearest block end of the essential lists is skipped whole when the
+#   essential blocks' bounds plus the non-essential terms' bounds sum below theta;
+# - a document of an essential list is then bounded with the non-essential terms' *block* bounds at that
+#   document, and only if it can still reach theta are those terms looked up (a gallop inside one block).
+#
+# Exact: every bound carries a relative slack of ``SLACK`` against rounding, and a scored document's score
+# is summed in the engine's one order (highest bound first, ``_bound_order``), so it is bit-identical to the
+# term-at-a-time and exhaustive paths'. Documents come in ascending id, so a later document that ties the
+# k-th best score loses (ties by lower index, ``retrieval.core.top_k``), and pruning needs a strictly higher
+# bound only.
+
+BLOCK_POSTINGS = 128  # postings per block: one float64 bound per 128 postings (0.06 bytes a posting)
+WINDOW_DOCS = 1024  # documents scored together: the essential lists are summed into a window-sized buffer
+
+
 @numba.njit(cache=True)
-def _search_one(index, prune_min, terms, counts, k, acc, touched, out_docs, out_scores):  # type: ignore[no-untyped-def]
-    """Exact top ``k`` of one query into ``out_docs``/``out_scores`` (best first); leaves ``acc`` all zero.
+def block_indptr_of(indptr, block):  # type: ignore[no-untyped-def]
+    """Where each term's block bounds start: term ``t`` has ``ceil(df / block)`` blocks."""
+    out = np.zeros(len(indptr), dtype=np.int64)
+    for term in range(len(indptr) - 1):
+        df = indptr[term + 1] - indptr[term]
+        out[term + 1] = out[term] + (df + block - 1) // block
+    return out
+
+
+@numba.njit(cache=True)
+def block_upper_bounds(indptr, doc_ids, tfs, idf, length_norm, lengths, k1_plus_1, block):  # type: ignore[no-untyped-def]
+    """Each ``block`` postings' largest weight, computed exactly as the search computes a weight (``_weight``)."""
+    starts = block_indptr_of(indptr, block)
+    out = np.zeros(starts[-1])
+    for term in range(len(indptr) - 1):
+        for posting in range(indptr[term], indptr[term + 1]):
+            slot = starts[term] + (posting - indptr[term]) // block
+            weight = _weight(idf[term], tfs[posting], k1_plus_1, length_norm[lengths[doc_ids[posting]]])
+            out[slot] = max(out[slot], weight)
+    return out
+
+
+@numba.njit(cache=True, inline="always")
+def _block_end(start, end, position, block):  # type: ignore[no-untyped-def]
+    """One past the last posting of the block (of a list starting at ``start``) holding ``position``."""
+    return min(start + ((position - start) // block + 1) * block, end)
+
+
+@numba.njit(cache=True, inline="always")
+def _gallop_blocks(doc_ids, start, end, position, doc, block):  # type: ignore[no-untyped-def]
+    """The first position, from ``position`` on, of the block whose last doc id is >= ``doc`` (``end`` if none),
+    moving block by block (one read of each block's last doc id), never past ``doc`` itself."""
+    while position < end and doc_ids[_block_end(start, end, position, block) - 1] < doc:
+        position = _block_end(start, end, position, block)
+    return position
+
+
+@numba.njit(cache=True, inline="always")
+def _window_bound(doc_ids, block_upper, first_block, start, end, position, window_end, block):  # type: ignore[no-untyped-def]
+    """The largest block bound of a list's blocks holding its postings from ``position`` below ``window_end``
+    (0.0 if it has none there)."""
+    best = 0.0
+    while position < end and doc_ids[position] < window_end:
+        best = max(best, block_upper[first_block + (position - start) // block])
+        position = _block_end(start, end, position, block)
+    return best
+
+
+@numba.njit(cache=True)
+def _seed_theta(index, terms, counts, asc, k):  # type: ignore[no-untyped-def]
+    """A lower bound of the query's k-th best score, before any list is walked: the k-th best full score of the
+    documents in the block with the highest bound of the highest-bound list (0.0 if it holds fewer than ``k``).
+
+    A high theta from the start keeps the frequent terms non-essential and the candidates few.
+    """
+    indptr, doc_ids, tfs, idf, length_norm, lengths, _, k1_plus_1, column_slot, column_tfs = index[:10]
+    block_indptr, block_upper, block = index[13:16]
+    if len(asc) == 0:
+        return 0.0
+    top = terms[asc[-1]]
+    first, n_blocks = block_indptr[top], block_indptr[top + 1] - block_indptr[top]
+    best = first + np.argmax(block_upper[first : first + n_blocks])
+    low = indptr[top] + (best - first) * block
+    high = min(low + block, indptr[top + 1])
+    if high - low < k:
+        return 0.0
+    cursors = np.empty(len(asc), np.int64)
+    for m in range(len(asc)):
+        cursors[m] = indptr[terms[asc[m]]]
+    scores = np.empty(high - low)
+    for posting in range(low, high):  # ascending documents: every cursor only moves forward
+        doc, score = doc_ids[posting], 0.0
+        for m in range(len(asc) - 1, -1, -1):
+            term = terms[asc[m]]
+            tf, cursors[m] = _tf_of(indptr, doc_ids, tfs, column_slot, column_tfs, term, cursors[m], doc)
+            if tf:
+                score += counts[asc[m]] * _weight(idf[term], tf, k1_plus_1, length_norm[lengths[doc]])
+        scores[posting - low] = score
+    return np.partition(scores, len(scores) - k)[len(scores) - k]
+
+
+@numba.njit(cache=True)
+def search_daat(index, terms, counts, k, out_docs, out_scores):  # type: ignore[no-untyped-def]
+    """Exact top ``k`` of one query (distinct ``terms``, ``counts``) into ``out_docs``/``out_scores``, best first.
+
+    ``index`` is ``SparseBM25._kernel_input()``; ``k`` is at most the number of documents.
+    """
+    indptr, doc_ids, tfs, idf, length_norm, lengths, upper, k1_plus_1, column_slot, column_tfs, weights = index[:11]
+    block_indptr, block_upper, block, window = index[13:17]
+    materialised = len(weights) > 0
+    n_docs, n = len(lengths), len(terms)
+    bounds, order = _bound_order(terms, counts, upper)
+    asc = order[::-1].copy()  # lowest bound first: asc[:first_essential] are the non-essential terms
+    prefix = np.zeros(n + 1)  # prefix[m]: the bounds of asc[:m] summed
+    for m in range(n):
+        prefix[m + 1] = prefix[m] + bounds[asc[m]]
+    term_of, count_of, first_block = np.empty(n, np.int64), np.empty(n), np.empty(n, np.int64)
+    start, end, pos = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    for m in range(n):
+        term_of[m], count_of[m] = terms[asc[m]], counts[asc[m]]
+        start[m], end[m], first_block[m] = indptr[term_of[m]], indptr[term_of[m] + 1], block_indptr[term_of[m]]
+        pos[m] = start[m]
+    window_prefix = np.zeros(n + 1)
+    acc = np.zeros(window)  # the essential terms' partial score of each document of the window
+    touched = np.empty(window, np.int64)
+    candidates = np.empty(window, np.int64)
+    heap_scores, heap_docs = np.empty(k), np.empty(k, dtype=np.int64)
+    size, first_essential = 0, 0
+    # theta * (1 - SLACK), theta a proven lower bound of the k-th best score: a bound below floor cannot reach
+    # the top k. It starts at the k-th best full score of the best block of the highest-bound list.
+    floor = _seed_theta(index, terms, counts, asc, k) * (1.0 - SLACK)
+    while first_essential < n and prefix[first_essential + 1] < floor:
+        first_essential += 1
+    while first_essential < n:
+        window_start = n_docs  # the window opens at the next document of an essential list
+        for m in range(first_essential, n):
+            if pos[m] < end[m]:
+                window_start = min(window_start, doc_ids[pos[m]])
+        if window_start == n_docs:
+            break
+        window_end = min(window_start + window, n_docs)
+        essential = first_essential  # this window's split, even if theta rises inside it
+        for m in range(essential):  # window_prefix[m]: the window's block bounds of terms asc[:m] summed
+            pos[m] = _gallop_blocks(doc_ids, start[m], end[m], pos[m], window_start, block)
+            top = _window_bound(doc_ids, block_upper, first_block[m], start[m], end[m], pos[m], window_end, block)
+            window_prefix[m + 1] = window_prefix[m] + count_of[m] * top
+        if floor > 0.0:  # the whole window skipped if no document in it can reach theta
+            bound = window_prefix[essential]
+            for m in range(essential, n):
+                top = _window_bound(doc_ids, block_upper, first_block[m], start[m], end[m], pos[m], window_end, block)
+                bound += count_of[m] * top
+            if bound < floor:
+                for m in range(essential, n):
+                    pos[m] = _gallop(doc_ids, pos[m], end[m], window_end)
+                continue
+        n_touched = 0  # the essential lists in the window, highest bound first (the engine's order)
+        for m in range(n - 1, essential - 1, -1):
+            term, count, posting = term_of[m], count_of[m], pos[m]
+            while posting < end[m] and doc_ids[posting] < window_end:
+                doc = doc_ids[posting]
+                slot = doc - window_start
+                touched[n_touched] = slot  # kept only if new: every weight is > 0, so 0.0 means unseen
+                n_touched += acc[slot] == 0.0
+                if materialised:
+                    acc[slot] += count * weights[posting]
+                else:
+                    acc[slot] += count * _weight(idf[term], tfs[posting], k1_plus_1, length_norm[lengths[doc]])
+                posting += 1
+            pos[m] = posting
+        n_candidates = 0  # the documents whose partial score and the non-essential bounds reach theta
+        for j in range(n_touched):
+            if acc[touched[j]] + window_prefix[essential] >= floor:
+                candidates[n_candidates] = touched[j]
+                n_candidates += 1
+        candidates[:n_candidates].sort()  # ascending: the lookups' cursors only move forward
+        # The non-essential terms, highest bound first, looked up for the candidates left; a candidate stays
+        # while its partial score and the bounds of the terms still to look up reach theta.
+        for m in range(essential - 1, -1, -1):
+            term, count, cursor, kept = term_of[m], count_of[m], pos[m], 0
+            for j in range(n_candidates):
+                slot = candidates[j]
+                doc = window_start + slot
+                tf, cursor = _tf_of(indptr, doc_ids, tfs, column_slot, column_tfs, term, cursor, doc)
+                if tf:
+                    acc[slot] += count * _weight(idf[term], tf, k1_plus_1, length_norm[lengths[doc]])
+                if acc[slot] + window_prefix[m] >= floor:
+                    candidates[kept] = slot
+                    kept += 1
+            pos[m], n_candidates = cursor, kept
+        for j in range(n_candidates):  # full scores, summed in the engine's order, documents ascending
+            slot = candidates[j]
+            if size < k or acc[slot] > heap_scores[0]:  # a later doc that ties the k-th best loses to it
+                size = _offer(heap_scores, heap_docs, size, k, acc[slot], window_start + slot)
+                if size == k:
+                    floor = max(floor, heap_scores[0] * (1.0 - SLACK))
+                    while first_essential < n and prefix[first_essential + 1] < floor:
+                        first_essential += 1
+        for j in range(n_touched):
+            acc[touched[j]] = 0.0
+    if size < k:  # fewer than k matches: the unmatched documents, score 0, lowest index first
+        kept = np.sort(heap_docs[:size])
+        doc, j = 0, 0
+        while size < k:
+            if j < len(kept) and kept[j] == doc:
+                j += 1
+            else:
+                size = _offer(heap_scores, heap_docs, size, k, 0.0, doc)
+            doc += 1
+    for position in range(k - 1, -1, -1):  # pop the worst first, so the row ends best first
+        out_scores[position], out_docs[position] = heap_scores[0], heap_docs[0]
+        heap_scores[0], heap_docs[0] = heap_scores[position], heap_docs[position]
+        _sift_down(heap_scores, heap_docs, position, 0)
+
+
+@numba.njit(cache=True)
+def _search_taat(index, prune, terms, counts, k, acc, touched, out_docs, out_scores):  # type: ignore[no-untyped-def]
+    """Exact top ``k`` of one query into ``out_docs``/``out_scores`` (best first), term at a time, pruned if
+    ``prune`` (else exhaustive); leaves ``acc`` all zero.
 
     ``index`` is ``SparseBM25._kernel_input()``. ``acc`` (float64) and ``touched`` (int32) have one slot per
     document; ``acc`` is zero on entry.
     """
     (indptr, doc_ids, tfs, idf, length_norm, lengths, upper, k1_plus_1,
-     column_slot, column_tfs, weights, dense_slot, dense_rows) = index  # fmt: skip
+     column_slot, column_tfs, weights, dense_slot, dense_rows) = index[:13]  # fmt: skip
     n_terms = len(terms)
     bounds, order = _bound_order(terms, counts, upper)
     remaining = np.zeros(n_terms + 1)  # remaining[i]: the bounds of terms order[i:] summed
@@ -173,12 +418,8 @@ def _search_one(index, prune_min, terms, counts, k, acc, touched, out_docs, out_
     first_lookup = n_terms  # terms order[first_lookup:] are only looked up, for documents that can still win
     theta = 0.0  # a lower bound of the final k-th best score: the k-th best of k documents' lower bounds
     size = 0
-    total = 0
-    for i in range(n_terms):
-        total += indptr[terms[i] + 1] - indptr[terms[i]]
+    total = _postings_of(indptr, terms)
     materialised = len(weights) > 0
-    # A small (materialised) index is scored exhaustively: walking every list beats pruning's bookkeeping.
-    prune = not materialised and total >= prune_min
     # Without pruning, a short corpus is cheaper to scan whole than to track which documents were touched.
     track = prune or 2 * total < len(lengths)
     for i in range(n_terms):
@@ -300,29 +541,70 @@ def _distinct(rows):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True)
+def _postings_of(indptr, terms):  # type: ignore[no-untyped-def]
+    """How many postings the lists of ``terms`` hold together."""
+    total = 0
+    for term in terms:
+        total += indptr[term + 1] - indptr[term]
+    return total
+
+
+@numba.njit(cache=True)
+def _choose(forced, materialised, n_terms, postings, prune_min):  # type: ignore[no-untyped-def]
+    """The traversal of one query (``TRAVERSALS`` index): ``forced`` unless it is -1 ("auto").
+
+    Measured on both benchmark corpora (``benchmarks/bench_bm25_latency.py``): a query with fewer than
+    ``prune_min`` postings is scored exhaustively (walking every list beats any pruning's bookkeeping); so is
+    one of ``EXHAUSTIVE_MIN_TERMS`` distinct terms or more on a materialised (small) index, whose dense scan of
+    stored weights beats bookkeeping over many lists. On a large index a query of ``DAAT_MIN_TERMS`` or more
+    goes document at a time (term at a time walks its many mid-frequency lists before a bound prunes: p95 at
+    1M real-text passages 2.6x lower). Any other query goes term at a time (the lowest median).
+    """
+    if forced >= 0:
+        return forced
+    if postings < prune_min or (materialised and n_terms >= EXHAUSTIVE_MIN_TERMS):
+        return EXHAUSTIVE
+    if not materialised and n_terms >= DAAT_MIN_TERMS:
+        return DAAT
+    return TAAT
+
+
+@numba.njit(cache=True)
 def _search_queries(  # type: ignore[no-untyped-def]
-    index, prune_min, q_indptr, q_rows, first, last, acc, touched, out_docs, out_scores
+    index, forced, prune_min, q_indptr, q_rows, first, last, acc, touched, out_docs, out_scores, out_traversals
 ):
-    """Queries ``first`` to ``last - 1`` of a batch, one after another on one workspace."""
+    """Queries ``first`` to ``last - 1`` of a batch, one after another on one workspace; each query's
+    traversal (``TRAVERSALS`` index) goes to ``out_traversals``."""
     k = out_docs.shape[1]
+    materialised = len(index[10]) > 0  # index[10]: the materialised weights, empty on a large index
     for query in range(first, last):
         terms, counts = _distinct(q_rows[q_indptr[query] : q_indptr[query + 1]])
-        _search_one(index, prune_min, terms, counts, k, acc, touched, out_docs[query], out_scores[query])
+        traversal = _choose(forced, materialised, len(terms), _postings_of(index[0], terms), prune_min)
+        out_traversals[query] = traversal
+        if traversal == DAAT:
+            search_daat(index, terms, counts, k, out_docs[query], out_scores[query])
+        else:
+            prune = traversal == TAAT
+            _search_taat(index, prune, terms, counts, k, acc, touched, out_docs[query], out_scores[query])
 
 
 @numba.njit(cache=True, parallel=True)
-def _search_parallel(index, prune_min, q_indptr, q_rows, n_chunks, out_docs, out_scores):  # type: ignore[no-untyped-def]
+def _search_parallel(  # type: ignore[no-untyped-def]
+    index, forced, prune_min, q_indptr, q_rows, n_chunks, out_docs, out_scores, out_traversals
+):
     """The batch split into ``n_chunks`` runs of queries, one workspace each, in parallel."""
     n_queries, n_docs = out_docs.shape[0], len(index[5])  # index[5]: lengths, one per document
     for chunk in numba.prange(n_chunks):
         first, last = chunk * n_queries // n_chunks, (chunk + 1) * n_queries // n_chunks
         acc, touched = np.zeros(n_docs), np.empty(n_docs, dtype=np.int32)
-        _search_queries(index, prune_min, q_indptr, q_rows, first, last, acc, touched, out_docs, out_scores)
+        _search_queries(
+            index, forced, prune_min, q_indptr, q_rows, first, last, acc, touched, out_docs, out_scores, out_traversals
+        )
 
 
 @numba.njit(cache=True)
 def _score_row(index, rows):  # type: ignore[no-untyped-def]
-    """Every document's score for one query, terms summed in the order ``_search_one`` uses."""
+    """Every document's score for one query, terms summed in the order every traversal uses."""
     indptr, doc_ids, tfs, idf, length_norm, lengths, upper, k1_plus_1 = index[:8]
     terms, counts = _distinct(rows)
     scores = np.zeros(len(lengths))
@@ -388,16 +670,26 @@ class SparseBM25:
 
     ``vocabulary`` maps a term to its row; row ``t``'s postings are ``doc_ids[indptr[t]:indptr[t + 1]]``
     with frequencies ``tfs[...]``. ``fit`` replaces the whole index; queries never mutate it.
-    The class attributes below choose the path (tests set them per instance to cover each one).
+    ``traversal`` ("auto" or one of ``TRAVERSALS``) forces how queries walk the lists; ``traversals`` counts
+    the queries each traversal answered. The class attributes below choose the auto path (tests set them per
+    instance to cover each one).
     """
 
     materialise_max_postings: int = MATERIALISE_MAX_POSTINGS
     prune_min_postings: int = PRUNE_MIN_POSTINGS
+    block_postings: int = BLOCK_POSTINGS  # read by fit (and saved); tests make blocks tiny
+    window_docs: int = WINDOW_DOCS
 
-    def __init__(self, k1: float = DEFAULT_K1, b: float = DEFAULT_B):
+    def __init__(self, k1: float = DEFAULT_K1, b: float = DEFAULT_B, traversal: str = "auto"):
         validate_bm25_params(k1, b)
+        if traversal != "auto" and traversal not in TRAVERSALS:
+            raise ValueError(
+                f"SparseBM25 traversal must be 'auto' or one of {', '.join(TRAVERSALS)}; got {traversal!r}"
+            )
         self.k1 = k1
         self.b = b
+        self.traversal = traversal
+        self.traversals: Counter[str] = Counter()
         self.vocabulary: dict[str, int] = {}
         self.avg_dl: float = 0.0
         self.indptr = np.zeros(1, dtype=np.int64)
@@ -409,6 +701,7 @@ class SparseBM25:
         self.length_norm = np.empty(0, dtype=np.float64)
         self.columns = np.empty(0, dtype=np.int64)
         self.column_tfs = np.empty((0, 0), dtype=np.uint8)
+        self.block_upper = np.empty(0, dtype=np.float64)
         self._workspace = threading.local()
         self._materialise()
 
@@ -476,8 +769,10 @@ class SparseBM25:
         self.length_norm = self.k1 * (1.0 - self.b + self.b * np.arange(longest + 1, dtype=np.float64) / avg_dl)
         self.idf = np.array([bm25_idf(n_docs, int(count)) for count in df], dtype=np.float64)
         self.indptr, self.doc_ids, self.tfs = indptr, doc_ids, tfs
-        self.upper = _upper_bounds(indptr, doc_ids, tfs, self.idf, self.length_norm, self.lengths, self.k1 + 1.0)
-        # Only pruned queries read columns, and only an index that is not materialised prunes.
+        weight_inputs = (indptr, doc_ids, tfs, self.idf, self.length_norm, self.lengths, self.k1 + 1.0)
+        self.upper = _upper_bounds(*weight_inputs)
+        self.block_upper = block_upper_bounds(*weight_inputs, self.block_postings)
+        # Columns serve lookups on a large index; a materialised (small) one gallops through its short lists.
         frequent = df >= max(1.0, COLUMN_MIN_DF_SHARE * n_docs)
         self.columns = np.empty(0, np.int64) if self._materialised else np.flatnonzero(frequent)
         self.column_tfs = np.zeros((len(self.columns), n_docs), dtype=tf_dtype)
@@ -505,6 +800,7 @@ class SparseBM25:
         return (
             self.indptr, self.doc_ids, self.tfs, self.idf, self.length_norm, self.lengths, self.upper, self.k1 + 1.0,
             self._column_slot, self.column_tfs, self._weights, self._dense_slot, self._dense_rows,
+            self._block_indptr, self.block_upper, self.block_postings, self.window_docs,
         )  # fmt: skip
 
     def _materialise(self) -> None:
@@ -515,6 +811,7 @@ class SparseBM25:
         """
         self._column_slot = np.full(len(self.idf), -1, dtype=np.int64)
         self._column_slot[self.columns] = np.arange(len(self.columns))
+        self._block_indptr = block_indptr_of(self.indptr, self.block_postings)
         self._weights = np.empty(0)
         self._dense_slot = np.full(len(self.idf), -1, dtype=np.int64)
         self._dense_rows = np.empty((0, 0))
@@ -541,19 +838,25 @@ class SparseBM25:
 
         Rows are best first, ties by lower doc index: row ``i`` equals ``BM25Index.top_k(queries[i], k)``.
         Several queries run in parallel (numba threads); one runs serially on a per-thread workspace.
+        Each query's traversal is counted in ``traversals``.
         """
         width = max(0, min(k, self.n_docs))
         docs = np.zeros((len(queries_tokens), width), dtype=np.int64)
         scores = np.zeros((len(queries_tokens), width), dtype=np.float64)
         if width and len(queries_tokens):
             index, prune_min = self._kernel_input(), self.prune_min_postings
+            forced = -1 if self.traversal == "auto" else TRAVERSALS.index(self.traversal)
             q_indptr, q_rows = self._query_arrays(queries_tokens)
+            chosen = np.empty(len(queries_tokens), dtype=np.int8)
             n_chunks = min(len(queries_tokens), numba.get_num_threads())
             if n_chunks > 1:
-                _search_parallel(index, prune_min, q_indptr, q_rows, n_chunks, docs, scores)
+                _search_parallel(index, forced, prune_min, q_indptr, q_rows, n_chunks, docs, scores, chosen)
             else:
                 acc, touched = self._scratch()
-                _search_queries(index, prune_min, q_indptr, q_rows, 0, len(queries_tokens), acc, touched, docs, scores)
+                n = len(queries_tokens)
+                _search_queries(index, forced, prune_min, q_indptr, q_rows, 0, n, acc, touched, docs, scores, chosen)
+            for code, count in zip(*np.unique(chosen, return_counts=True), strict=True):
+                self.traversals[TRAVERSALS[code]] += int(count)
         return docs, scores
 
     def _scratch(self) -> tuple[np.ndarray, np.ndarray]:
@@ -571,7 +874,7 @@ class SparseBM25:
         for name in ARRAYS:
             np.save(directory / f"{name}.npy", getattr(self, name))
         terms = sorted(self.vocabulary, key=self.vocabulary.__getitem__)
-        meta = {"format": SAVE_FORMAT, "k1": self.k1, "b": self.b, "avg_dl": self.avg_dl}
+        meta = {"format": SAVE_FORMAT, "k1": self.k1, "b": self.b, "avg_dl": self.avg_dl, "block": self.block_postings}
         (directory / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
         (directory / "vocabulary.json").write_text(json.dumps(terms, ensure_ascii=False), encoding="utf-8")
 
@@ -588,7 +891,7 @@ class SparseBM25:
             )
         terms = json.loads((directory / "vocabulary.json").read_text(encoding="utf-8"))
         index = cls(k1=meta["k1"], b=meta["b"])
-        index.avg_dl = meta["avg_dl"]
+        index.avg_dl, index.block_postings = meta["avg_dl"], meta["block"]
         index.vocabulary = {term: row for row, term in enumerate(terms)}
         for name in ARRAYS:
             setattr(index, name, np.load(directory / f"{name}.npy", mmap_mode="r" if mmap else None))

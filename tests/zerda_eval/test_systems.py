@@ -307,6 +307,21 @@ def test_keyword_engines_equal_the_seed_keyword_retriever_on_cranfield(cranfield
             np.testing.assert_allclose([s for _, s in results], [s for _, s in direct], rtol=0, atol=1e-9)
 
 
+@pytest.mark.parametrize("family", ["zerda.keyword", "zerda.hybrid"])
+def test_fast_keyword_engine_records_each_querys_traversal(family: str, english: Collection) -> None:
+    """``stats["bm25_traversals"]`` counts the queries each traversal answered: every query, once."""
+    params = {"engine": "fast"} if family == "zerda.keyword" else {**FAST, "keyword_engine": "fast"}
+    system = build_system(family, params)
+    system.index(english)
+    assert sum(system.stats["bm25_traversals"].values()) == 0
+    queries = dict(list(english.queries.items())[:3])
+    system.search(queries, 2)
+    assert system.stats["bm25_traversals"] == {"exhaustive": len(queries)}  # a tiny index: every list walked
+    reference = build_system(family, {} if family == "zerda.keyword" else FAST)
+    reference.index(english)
+    assert "bm25_traversals" not in reference.stats
+
+
 def test_keyword_engines_agree_with_the_seed_when_nothing_matches(english: Collection) -> None:
     """No shared term (or no token at all): the seed keeps the zero-score hits; both engines must too."""
     queries = {"none": "quantum chromodynamics", "empty": "? !", "one": "honey"}

@@ -186,6 +186,11 @@ class SparseBM25Scorer(AnalyzedBM25Scorer):
 
         return sparse_weighted_top_k(self._sparse, term_weights, k)
 
+    @property
+    def traversals(self) -> Any:
+        """How many queries each of ``SparseBM25``'s traversals answered (a live count, filled as queries run)."""
+        return self._sparse.traversals
+
 
 class TunedKeywordRetriever(KeywordRetriever):
     """seed 000 ``KeywordRetriever`` over the given scorer (the seed builds one with default k1, b and its
@@ -194,6 +199,13 @@ class TunedKeywordRetriever(KeywordRetriever):
     def __init__(self, config: ContextEngineConfig, scorer: AnalyzedBM25Scorer):
         super().__init__(config)
         self._bm25 = scorer
+
+
+def record_traversals(stats: dict[str, Any], scorer: AnalyzedBM25Scorer) -> None:
+    """``stats["bm25_traversals"]``: the fast engine's count of the queries each traversal (exhaustive, taat,
+    daat) answered, which fills as the cell's queries run (its untimed warm-up query included)."""
+    if isinstance(scorer, SparseBM25Scorer):
+        stats["bm25_traversals"] = scorer.traversals
 
 
 def keyword_scorer(
@@ -241,6 +253,7 @@ class ZerdaKeyword(System):
         self._scorer = keyword_scorer(p, p["engine"], self.analysis(collection), cache_dir)
         self._retriever = TunedKeywordRetriever(ContextEngineConfig(), self._scorer)
         self._retriever.index_chunks(collection_chunks(collection))
+        record_traversals(self.stats, self._scorer)
 
     def _scored(self, text: str, k: int) -> tuple[Ranking, float | None]:
         """The seed retriever's answer (its over-fetch and max division), and its scorer's raw top score."""
@@ -416,6 +429,7 @@ class ZerdaHybrid(System):
         analysis = self.analysis(collection)
         keyword = TunedKeywordRetriever(config, keyword_scorer(p, p["keyword_engine"], analysis, cache_dir))
         keyword.index_chunks(collection_chunks(collection))
+        record_traversals(self.stats, keyword._bm25)
         vector = vector_retriever(collection, p, config.retriever.min_vector_score, cache_dir, analysis)
         self._retriever = HybridRetriever(config, vector_retriever=vector, keyword_retriever=keyword)
         self.stats["duplicates_collapsed"] = duplicates_collapsed(list(collection.texts))
