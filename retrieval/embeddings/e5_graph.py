@@ -6,7 +6,7 @@ layers (self-attention over the window's own tokens, exact erf GELU in the FFN);
 of the last hidden states over the window's real tokens, not normalised (windows of a long text are
 averaged before the L2 norm). The word-embedding lookup happens outside the module (a row gather from
 the image's table) so the exported ONNX graph holds only the 21 M encoder weights, not the 96 M
-embedding table.
+embedding table. ``hidden_states`` gives the per-token states the mean pools (the sparse head's input).
 """
 
 from __future__ import annotations
@@ -68,13 +68,18 @@ def build_encoder(image: E5Image) -> Any:
             self.layers = torch.nn.ModuleList(Layer(i) for i in range(config.layers))
 
         def forward(self, word_vectors: Any, mask: Any) -> Any:
+            x = self.hidden_states(word_vectors, mask)
+            weights = mask[:, :, None]
+            return (x * weights).sum(dim=1) / weights.sum(dim=1)
+
+        def hidden_states(self, word_vectors: Any, mask: Any) -> Any:
+            """The last layer's per-token states ``[B, L, H]`` (after its output norm), before any pooling."""
             length = word_vectors.shape[1]
             x = self.embedding_norm(word_vectors + self.positions[:length] + self.token_type)
             keep = mask[:, None, None, :] > 0.5  # attend to the window's real tokens only
             for layer in self.layers:
                 x = layer(x, keep)
-            weights = mask[:, :, None]
-            return (x * weights).sum(dim=1) / weights.sum(dim=1)
+            return x
 
     return Encoder().eval()
 
