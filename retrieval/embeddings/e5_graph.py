@@ -6,7 +6,8 @@ layers (self-attention over the window's own tokens, exact erf GELU in the FFN);
 of the last hidden states over the window's real tokens, not normalised (windows of a long text are
 averaged before the L2 norm). The word-embedding lookup happens outside the module (a row gather from
 the image's table) so the exported ONNX graph holds only the 21 M encoder weights, not the 96 M
-embedding table. ``fusable_attention=True`` writes the attention as ``softmax(QK^T / sqrt(d) + (1 - mask)
+embedding table. ``hidden_states`` gives the per-token states the mean pools (the sparse head's input).
+``fusable_attention=True`` writes the attention as ``softmax(QK^T / sqrt(d) + (1 - mask)
 * -10000) V`` (the same numbers: masked keys' weights underflow to 0), the form onnxruntime's BERT
 optimizer recognises and fuses into one Attention op per layer (the ONNX export for int8); torch runs
 ``scaled_dot_product_attention``.
@@ -78,6 +79,12 @@ def build_encoder(image: E5Image, *, fusable_attention: bool = False) -> Any:
             self.layers = torch.nn.ModuleList(Layer(i) for i in range(config.layers))
 
         def forward(self, word_vectors: Any, mask: Any) -> Any:
+            x = self.hidden_states(word_vectors, mask)
+            weights = mask[:, :, None]
+            return (x * weights).sum(dim=1) / weights.sum(dim=1)
+
+        def hidden_states(self, word_vectors: Any, mask: Any) -> Any:
+            """The last layer's per-token states ``[B, L, H]`` (after its output norm), before any pooling."""
             length = word_vectors.shape[1]
             x = self.embedding_norm(word_vectors + self.positions[:length] + self.token_type)
             if fusable_attention:  # attend to the window's real tokens only
@@ -86,8 +93,7 @@ def build_encoder(image: E5Image, *, fusable_attention: bool = False) -> Any:
                 keep = mask[:, None, None, :] > 0.5
             for layer in self.layers:
                 x = layer(x, keep)
-            weights = mask[:, :, None]
-            return (x * weights).sum(dim=1) / weights.sum(dim=1)
+            return x
 
     return Encoder().eval()
 

@@ -104,7 +104,7 @@ def encode(
         np.subtract.at(remaining, texts, 1)
         bar.update(int(np.count_nonzero(remaining[np.unique(texts)] == 0)))
 
-    with _threads(runtime, workers):
+    with one_torch_thread_per_worker(workers) if runtime.name == "torch" else contextlib.nullcontext():
         batches = run_length_batched([len(item.ids) for item in items], run, batch_tokens, max_rows, workers, finished)
     vectors = np.zeros((n_texts, batches[0][1].shape[1] if batches else 0), dtype=np.float64)
     total = np.zeros(n_texts, dtype=np.float64)
@@ -118,9 +118,9 @@ def encode(
 
 
 @contextlib.contextmanager
-def _threads(runtime: TorchRuntime | OnnxRuntime, workers: int) -> Iterator[None]:
+def one_torch_thread_per_worker(workers: int) -> Iterator[None]:
     """Torch on one intra-op thread while ``workers`` > 1 threads run batches (restored after); else untouched."""
-    if workers == 1 or runtime.name != "torch":
+    if workers == 1:
         yield
         return
     torch = import_neural("torch", "torch")

@@ -11,6 +11,7 @@ from typing import Any
 
 from zerda_eval.errors import ConfigError, unknown_value_message
 from zerda_eval.systems.base import System
+from zerda_eval.systems.learned_sparse import LearnedSparse
 from zerda_eval.systems.params import ParamSpec
 from zerda_eval.systems.pipeline import (
     PipelineDense,
@@ -37,6 +38,7 @@ SYSTEMS: dict[str, type[System]] = {
         PipelineRerank,
         PipelineRouted,
         PipelineLateInteraction,
+        LearnedSparse,
         PythonSystem,
         RunFileSystem,
     )

