@@ -26,7 +26,7 @@ from typing import Any
 from zerda_eval.errors import RunError
 from zerda_eval.evaluation.efficiency import Efficiency, figure, not_measured
 from zerda_eval.evaluation.ranking import Run
-from zerda_eval.execution.tuning import assign_folds, best_variant, finished_result, train_overlap
+from zerda_eval.execution.tuning import assign_folds, best_variant, finished_result, train_overlap, tuning_stats
 from zerda_eval.fusion.ltr import fit_ltr, ltr_fuse, training_set
 from zerda_eval.fusion.methods import LEARNED_METHODS, fuse_runs, wsum_grid
 from zerda_eval.spec.experiment import CellSpec
@@ -114,16 +114,8 @@ def tuned_fusion_run(
             }
         )
     used = sorted({(s, index) for chosen in picks.values() for s, index in enumerate(chosen)})
-    stats = {
-        "tuning": {
-            "measure": measure,
-            "train": tuning["train"],
-            "folds": tuning["folds"],
-            "choices": choices,
-            "cells": [config["input_stages"][s][index] for s, index in used],
-            **({"left_out_of_train": left_out} if left_out else {}),
-        }
-    }
+    cells = [config["input_stages"][s][index] for s, index in used]
+    stats = tuning_stats(measure, tuning, choices, cells, left_out)
     latencies = _latencies(stages, picks, fusing_s)
     return run, _efficiency(stages, used, latencies, qids), stats | {"latency_ms": latencies}
 

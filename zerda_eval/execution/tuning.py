@@ -101,17 +101,16 @@ def tuned_run(
             choices.append(_choice(fold, labels[chosen], values, chosen, others, len(held_out)))
     runs = {index: read_cell_run(output_dir, inputs[index]) for index in sorted(set(picks.values()))}
     run = {qid: runs[index].get(qid, []) for qid, index in picks.items()}
-    stats = {
-        "tuning": {
-            "measure": measure,
-            "train": tuning["train"],
-            "folds": tuning["folds"],
-            "choices": choices,
-            "cells": [inputs[index] for index in sorted(set(picks.values()))],
-            **({"left_out_of_train": left_out} if left_out else {}),
-        }
-    }
+    stats = tuning_stats(measure, tuning, choices, [inputs[index] for index in sorted(set(picks.values()))], left_out)
     return run, _efficiency(results, picks, qids), stats | {"latency_ms": _latencies(results, picks)}
+
+
+def tuning_stats(
+    measure: str, tuning: Mapping[str, Any], choices: list[dict[str, Any]], cells: list[str], left_out: list[str]
+) -> dict[str, Any]:
+    """A tuned cell's ``stats["tuning"]``: what was chosen, on what, and the cells that answered."""
+    described = {"measure": measure, "train": tuning["train"], "folds": tuning["folds"], "choices": choices}
+    return {"tuning": {**described, "cells": cells, **({"left_out_of_train": left_out} if left_out else {})}}
 
 
 def finished_result(output_dir: Path, cell: CellSpec, input_id: str) -> dict[str, Any]:
