@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import mmap
 from pathlib import Path
 
 import numpy as np
@@ -81,9 +82,12 @@ def test_peak_rss_is_the_cells_own_window() -> None:
     first = RssWindow()
     if first.scope != "cell":
         pytest.skip("the kernel's RSS high-water mark cannot be reset here (not Linux)")
-    block = np.ones(160 * 1024 * 1024 // 8)  # 160 MB, touched
+    # 160 MB of anonymous pages, touched, then unmapped: an mmap of its own, because whether malloc hands a
+    # freed numpy block back to the kernel depends on what ran before in the process (a full test run kept it)
+    block = mmap.mmap(-1, 160 * 1024 * 1024)
+    np.frombuffer(block, dtype=np.uint8)[::4096] = 1
     big = first.peak_mb()
-    del block
+    block.close()
     second = RssWindow()  # a later cell that allocates nothing big
     assert second.peak_mb() < big - 100  # a process-wide high-water mark would repeat the earlier peak
 
