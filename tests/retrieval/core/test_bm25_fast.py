@@ -80,6 +80,17 @@ def test_scores_and_top_k_equal_reference_on_bundled_dataset(bundled, path: str)
             np.testing.assert_allclose(scores[row], [score for _, score in expected[:k]], rtol=0, atol=1e-9)
 
 
+@pytest.mark.parametrize("traversal", ["taat", "daat"])
+def test_each_forced_traversal_equals_reference_on_bundled_dataset(bundled, traversal: str) -> None:
+    """Real text: every query answered by the forced traversal (counted), the reference's top k and scores."""
+    corpus, ref, queries = bundled
+    fast = SparseBM25(traversal=traversal)
+    fast.materialise_max_postings, fast.prune_min_postings = PATHS["pruned"]
+    fast.fit(corpus)
+    assert_same_top_k(fast, ref, queries, 10)
+    assert fast.traversals[traversal] == len(queries)
+
+
 # Documents 0/2 and 3/5 are duplicates (exact score ties); 1 and 4 never match "apple" or "pear".
 TIED_CORPUS = [
     ["apple", "pear", "apple"],
