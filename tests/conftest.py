@@ -110,6 +110,14 @@ def scifact(shared_dir: Path) -> BeirCorpus:
     return read_beir(folder)
 
 
+def squad_texts(path: Path) -> tuple[list[str], list[str]]:
+    """Unique contexts and all questions of a SQuAD-format file."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    paragraphs = [p for article in data["data"] for p in article["paragraphs"]]
+    contexts = list(dict.fromkeys(p["context"] for p in paragraphs))
+    return contexts, [qa["question"] for p in paragraphs for qa in p["qas"]]
+
+
 def write_trec_folder(
     folder: Path, docs: dict[str, str], queries: dict[str, str], qrels: list[tuple[str, str, int]]
 ) -> Path:

