@@ -1,6 +1,7 @@
 """Studies: plug-ins that read a finished run directory and add a section to its report.
 
-Each study is one module (``rrf_order``: what fixing seed 000's RRF ordering bug changes) configured
+Each study is one module (``rrf_order``: what fixing seed 000's RRF ordering bug changes; ``goals``: each
+dataset's best held-out row against a reference number) configured
 by its own ``[study.<name>]`` table. Generic comparison and report code knows only ``StudySection``.
 """
 
@@ -9,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from zerda_eval.analysis.studies import rrf_order
+from zerda_eval.analysis.studies import goals, rrf_order
 from zerda_eval.analysis.studies.base import FinishedRun, StudySection
 from zerda_eval.errors import ConfigError, unknown_value_message
 
-STUDIES = {"rrf_order": rrf_order}
+STUDIES = {"goals": goals, "rrf_order": rrf_order}
 
 
 def parse_studies(document: Mapping[str, Any], where: str) -> dict[str, Any]:
