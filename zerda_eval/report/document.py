@@ -44,6 +44,8 @@ EFFICIENCY_NOTE = (
     "time count a store entry its cells share (one corpus encoding, one BM25 index) once (result.json: "
     "builds_counted_once). peak RSS is the process's resident high-water "
     "mark during the cell (reset at the cell's start on Linux; a fusion: its largest input or the fusing step). "
+    "A rerank row's latency is its input's plus the re-ranking's own per query, its index time the input's plus "
+    "loading the model, its peak RSS the input's or the re-ranking's, the larger. "
     f'"{NOT_MEASURED}": the cell timed nothing of its own (a run file, or a fusion over one).'
 )
 SWEEPS = (("k", "RRF k"), ("weights", "weight of the first input"), ("vector_weight", "vector weight"))
