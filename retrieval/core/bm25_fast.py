@@ -66,9 +66,11 @@ CHUNK_TOKENS = 1 << 22  # tokens per indexing chunk (16 MB of int32 ids)
 LOOKAHEAD = 16
 # Queries whose lists hold fewer postings than this are scored exhaustively: pruning would not pay.
 PRUNE_MIN_POSTINGS = 50_000
-# On a large index, queries of at least this many distinct terms go document at a time (``_choose``); on a
-# materialised one, queries of at least EXHAUSTIVE_MIN_TERMS are scored exhaustively.
-DAAT_MIN_TERMS = 10
+# On a large index, queries of at least DAAT_MIN_COMMON_TERMS distinct terms that are each in at least
+# COMMON_DF_SHARE of the documents go document at a time (``_choose``); on a materialised one, queries of at
+# least EXHAUSTIVE_MIN_TERMS distinct terms are scored exhaustively.
+DAAT_MIN_COMMON_TERMS = 12
+COMMON_DF_SHARE = 1 / 256
 EXHAUSTIVE_MIN_TERMS = 15
 # On an index that prunes, a term in at least this share of the documents also keeps a column of its tfs (one
 # per document, at most 1.6x its postings' bytes): a lookup is one read instead of a gallop through its list.
@@ -555,23 +557,35 @@ def _postings_of(indptr, terms):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True)
-def _choose(forced, materialised, n_terms, postings, prune_min):  # type: ignore[no-untyped-def]
+def _choose(forced, materialised, n_terms, n_common, postings, prune_min):  # type: ignore[no-untyped-def]
     """The traversal of one query (``TRAVERSALS`` index): ``forced`` unless it is -1 ("auto").
 
-    Measured on both benchmark corpora (``benchmarks/bench_bm25_latency.py``): a query with fewer than
-    ``prune_min`` postings is scored exhaustively (walking every list beats any pruning's bookkeeping); so is
-    one of ``EXHAUSTIVE_MIN_TERMS`` distinct terms or more on a materialised (small) index, whose dense scan of
-    stored weights beats bookkeeping over many lists. On a large index a query of ``DAAT_MIN_TERMS`` or more
-    goes document at a time (term at a time walks its many mid-frequency lists before a bound prunes: p95 at
-    1M real-text passages 2.6x lower). Any other query goes term at a time (the lowest median).
+    Measured on both benchmark corpora (``benchmarks/bench_bm25_latency.py``, each traversal forced on every
+    query; benchmarks/results.md, issue 35): a query with fewer than ``prune_min`` postings is scored
+    exhaustively (walking every list beats any pruning's bookkeeping); so is one of ``EXHAUSTIVE_MIN_TERMS``
+    distinct terms or more on a materialised (small) index, whose dense scan of stored weights beats
+    bookkeeping over many lists (document at a time never won there). On a large index a query with
+    ``DAAT_MIN_COMMON_TERMS`` or more ``n_common`` terms (each in at least ``COMMON_DF_SHARE`` of the
+    documents) goes document at a time: term at a time walks those many mid-frequency lists before a bound
+    prunes, while a long query of rare words prunes early term at a time. Any other query goes term at a time
+    (the lowest median).
     """
     if forced >= 0:
         return forced
     if postings < prune_min or (materialised and n_terms >= EXHAUSTIVE_MIN_TERMS):
         return EXHAUSTIVE
-    if not materialised and n_terms >= DAAT_MIN_TERMS:
+    if not materialised and n_common >= DAAT_MIN_COMMON_TERMS:
         return DAAT
     return TAAT
+
+
+@numba.njit(cache=True)
+def _common_terms(indptr, terms, n_docs):  # type: ignore[no-untyped-def]
+    """How many of ``terms`` are each in at least ``COMMON_DF_SHARE`` of the ``n_docs`` documents."""
+    common = 0
+    for term in terms:
+        common += indptr[term + 1] - indptr[term] >= COMMON_DF_SHARE * n_docs
+    return common
 
 
 @numba.njit(cache=True)
@@ -584,7 +598,8 @@ def _search_queries(  # type: ignore[no-untyped-def]
     materialised = len(index[10]) > 0  # index[10]: the materialised weights, empty on a large index
     for query in range(first, last):
         terms, counts = _distinct(q_rows[q_indptr[query] : q_indptr[query + 1]])
-        traversal = _choose(forced, materialised, len(terms), _postings_of(index[0], terms), prune_min)
+        postings, n_common = _postings_of(index[0], terms), _common_terms(index[0], terms, len(index[5]))
+        traversal = _choose(forced, materialised, len(terms), n_common, postings, prune_min)
         out_traversals[query] = traversal
         if traversal == DAAT:
             search_daat(index, terms, counts, k, out_docs[query], out_scores[query])
