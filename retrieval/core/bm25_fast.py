@@ -715,7 +715,9 @@ class SparseBM25:
     """Compact BM25 index (seed-000 formula, ``retrieval.core.tokenize`` tokens), equal to ``BM25Index``.
 
     ``vocabulary`` maps a term to its row; row ``t``'s postings are ``doc_ids[indptr[t]:indptr[t + 1]]``
-    with frequencies ``tfs[...]``. ``fit`` replaces the whole index; queries never mutate it.
+    with frequencies ``tfs[...]``, in internal numbers (shortest document first; ``lengths`` and
+    ``column_tfs`` too); internal document ``i`` is corpus document ``original_ids[i]``, and every result
+    (``scores``, ``top_k_batch``) is in corpus positions. ``fit`` replaces the whole index; queries never mutate it.
     ``traversal`` ("auto" or one of ``TRAVERSALS``) forces how queries walk the lists; ``traversals`` counts
     the queries each traversal answered. The class attributes below choose the auto path (tests set them per
     instance to cover each one).
