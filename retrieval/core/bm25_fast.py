@@ -1,8 +1,13 @@
 """BM25 on compact posting lists with exact top-k pruning: the same numbers as ``BM25Index``, fast.
 
-The index keeps, per term, its documents (int32, ascending) and term frequencies (the smallest unsigned
-type that holds the corpus's largest, usually one byte), plus one float64 per term (idf, and the
-term's largest weight); per document, its length (again the smallest unsigned type), and one float64 per
+Documents are numbered inside the index shortest first (ties in corpus order; ``original_ids`` maps an internal
+number back to the corpus position every result reports): a posting block then holds documents of similar
+length, so its largest weight bounds them more tightly. Ties are broken by corpus position, never by internal
+number (``_worse``), so the numbering changes no result.
+
+The index keeps, per term, its documents (int32 internal numbers, ascending) and term frequencies (the
+smallest unsigned type that holds the corpus's largest, usually one byte), plus one float64 per term (idf, and
+the term's largest weight); per document, its length (again the smallest unsigned type), and one float64 per
 length value (the norm ``k1 * (1 - b + b * |d| / avgdl)``): about 5 bytes per posting, where a float64
 weight matrix takes 12. A weight is computed when it is read, with the float64 operations of
 ``BM25Index.fit`` in the same order (``idf * tf * (k1 + 1) / (tf + norm)``), so each one is bit-identical
@@ -47,10 +52,11 @@ from retrieval.core.bm25 import DEFAULT_B, DEFAULT_K1, bm25_idf, validate_bm25_p
 
 # The layout ``save`` writes (in meta.json; ``load`` refuses any other). 3: posting lists of doc ids and tfs,
 # a norm per document; 4: document lengths and a norm per length, tf columns of frequent terms; 5: each
-# posting block's largest weight.
-SAVE_FORMAT = 5
+# posting block's largest weight; 6: documents numbered by length, each one's original index.
+SAVE_FORMAT = 6
 ARRAYS = (
     "indptr", "doc_ids", "tfs", "idf", "upper", "lengths", "length_norm", "columns", "column_tfs", "block_upper",
+    "original_ids",
 )  # fmt: skip
 # How a query's lists are walked (``SparseBM25.traversal``; "auto" chooses per query, ``_choose``).
 TRAVERSALS = ("exhaustive", "taat", "daat")
@@ -60,9 +66,11 @@ CHUNK_TOKENS = 1 << 22  # tokens per indexing chunk (16 MB of int32 ids)
 LOOKAHEAD = 16
 # Queries whose lists hold fewer postings than this are scored exhaustively: pruning would not pay.
 PRUNE_MIN_POSTINGS = 50_000
-# On a large index, queries of at least this many distinct terms go document at a time (``_choose``); on a
-# materialised one, queries of at least EXHAUSTIVE_MIN_TERMS are scored exhaustively.
-DAAT_MIN_TERMS = 10
+# On a large index, queries of at least DAAT_MIN_COMMON_TERMS distinct terms that are each in at least
+# COMMON_DF_SHARE of the documents go document at a time (``_choose``); on a materialised one, queries of at
+# least EXHAUSTIVE_MIN_TERMS distinct terms are scored exhaustively.
+DAAT_MIN_COMMON_TERMS = 12
+COMMON_DF_SHARE = 1 / 256
 EXHAUSTIVE_MIN_TERMS = 15
 # On an index that prunes, a term in at least this share of the documents also keeps a column of its tfs (one
 # per document, at most 1.6x its postings' bytes): a lookup is one read instead of a gallop through its list.
@@ -88,20 +96,23 @@ def _weight(idf, tf, k1_plus_1, norm):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True, inline="always")
-def _worse(score_a: float, doc_a: int, score_b: float, doc_b: int) -> bool:
-    return score_a < score_b or (score_a == score_b and doc_a > doc_b)
+def _worse(score_a, doc_a, score_b, doc_b, original):  # type: ignore[no-untyped-def]
+    """Whether internal document ``doc_a`` ranks below ``doc_b``: a lower score, or a tie and a higher original
+    index (``retrieval.core.top_k``'s rule, whatever order the index numbers documents in)."""
+    return score_a < score_b or (score_a == score_b and original[doc_a] > original[doc_b])
 
 
 @numba.njit(cache=True)
-def _sift_down(heap_scores, heap_docs, size, pos):  # type: ignore[no-untyped-def]
+def _sift_down(heap_scores, heap_docs, size, pos, original):  # type: ignore[no-untyped-def]
     while True:
         child = 2 * pos + 1
         if child >= size:
             return
         right = child + 1
-        if right < size and _worse(heap_scores[right], heap_docs[right], heap_scores[child], heap_docs[child]):
+        scores, docs = heap_scores, heap_docs
+        if right < size and _worse(scores[right], docs[right], scores[child], docs[child], original):
             child = right
-        if not _worse(heap_scores[child], heap_docs[child], heap_scores[pos], heap_docs[pos]):
+        if not _worse(heap_scores[child], heap_docs[child], heap_scores[pos], heap_docs[pos], original):
             return
         heap_scores[pos], heap_scores[child] = heap_scores[child], heap_scores[pos]
         heap_docs[pos], heap_docs[child] = heap_docs[child], heap_docs[pos]
@@ -109,23 +120,41 @@ def _sift_down(heap_scores, heap_docs, size, pos):  # type: ignore[no-untyped-de
 
 
 @numba.njit(cache=True)
-def _offer(heap_scores, heap_docs, size, k, score, doc):  # type: ignore[no-untyped-def]
-    """Add (score, doc) to a heap of at most ``k`` whose root is the worst kept; return the new size."""
+def _offer(heap_scores, heap_docs, size, k, score, doc, original):  # type: ignore[no-untyped-def]
+    """Add (score, internal doc) to a heap of at most ``k`` whose root is the worst kept; return the new size."""
     if size < k:
         heap_scores[size], heap_docs[size] = score, doc
         pos = size
         while pos > 0:
             parent = (pos - 1) // 2
-            if not _worse(heap_scores[pos], heap_docs[pos], heap_scores[parent], heap_docs[parent]):
+            if not _worse(heap_scores[pos], heap_docs[pos], heap_scores[parent], heap_docs[parent], original):
                 break
             heap_scores[pos], heap_scores[parent] = heap_scores[parent], heap_scores[pos]
             heap_docs[pos], heap_docs[parent] = heap_docs[parent], heap_docs[pos]
             pos = parent
         return size + 1
-    if _worse(heap_scores[0], heap_docs[0], score, doc):
+    if _worse(heap_scores[0], heap_docs[0], score, doc, original):
         heap_scores[0], heap_docs[0] = score, doc
-        _sift_down(heap_scores, heap_docs, k, 0)
+        _sift_down(heap_scores, heap_docs, k, 0, original)
     return size
+
+
+@numba.njit(cache=True)
+def _emit(heap_scores, heap_docs, size, k, original, out_docs, out_scores):  # type: ignore[no-untyped-def]
+    """The heap's ``size`` documents into ``out_docs``/``out_scores`` best first, as original indexes; then, if
+    fewer than ``k`` matched, the unmatched documents (score 0) lowest original index first."""
+    for position in range(size - 1, -1, -1):  # pop the worst first, so the row ends best first
+        out_scores[position], out_docs[position] = heap_scores[0], original[heap_docs[0]]
+        heap_scores[0], heap_docs[0] = heap_scores[position], heap_docs[position]
+        _sift_down(heap_scores, heap_docs, position, 0, original)
+    matched = np.sort(out_docs[:size])  # every matched document scores > 0: each weight is > 0
+    doc, j = 0, 0
+    for position in range(size, k):
+        while j < size and matched[j] == doc:
+            j += 1
+            doc += 1
+        out_scores[position], out_docs[position] = 0.0, doc
+        doc += 1
 
 
 @numba.njit(cache=True, inline="always")
@@ -193,9 +222,9 @@ def _bound_order(terms, counts, upper):  # type: ignore[no-untyped-def]
 #
 # Exact: every bound carries a relative slack of ``SLACK`` against rounding, and a scored document's score
 # is summed in the engine's one order (highest bound first, ``_bound_order``), so it is bit-identical to the
-# term-at-a-time and exhaustive paths'. Documents come in ascending id, so a later document that ties the
-# k-th best score loses (ties by lower index, ``retrieval.core.top_k``), and pruning needs a strictly higher
-# bound only.
+# term-at-a-time and exhaustive paths'. Pruning drops only bounds strictly below theta, so a document that
+# ties the k-th best score still reaches the heap, which breaks the tie by corpus position (``_worse``;
+# ``retrieval.core.top_k``'s rule), whatever the internal numbering.
 
 BLOCK_POSTINGS = 128  # postings per block: one float64 bound per 128 postings (0.06 bytes a posting)
 WINDOW_DOCS = 1024  # documents scored together: the essential lists are summed into a window-sized buffer
@@ -290,7 +319,7 @@ def search_daat(index, terms, counts, k, out_docs, out_scores):  # type: ignore[
     ``index`` is ``SparseBM25._kernel_input()``; ``k`` is at most the number of documents.
     """
     indptr, doc_ids, tfs, idf, length_norm, lengths, upper, k1_plus_1, column_slot, column_tfs, weights = index[:11]
-    block_indptr, block_upper, block, window = index[13:17]
+    block_indptr, block_upper, block, window, original = index[13:18]
     materialised = len(weights) > 0
     n_docs, n = len(lengths), len(terms)
     bounds, order = _bound_order(terms, counts, upper)
@@ -373,27 +402,15 @@ def search_daat(index, terms, counts, k, out_docs, out_scores):  # type: ignore[
             pos[m], n_candidates = cursor, kept
         for j in range(n_candidates):  # full scores, summed in the engine's order, documents ascending
             slot = candidates[j]
-            if size < k or acc[slot] > heap_scores[0]:  # a later doc that ties the k-th best loses to it
-                size = _offer(heap_scores, heap_docs, size, k, acc[slot], window_start + slot)
+            if size < k or acc[slot] >= heap_scores[0]:  # a tie goes to the lower original index (_worse)
+                size = _offer(heap_scores, heap_docs, size, k, acc[slot], window_start + slot, original)
                 if size == k:
                     floor = max(floor, heap_scores[0] * (1.0 - SLACK))
                     while first_essential < n and prefix[first_essential + 1] < floor:
                         first_essential += 1
         for j in range(n_touched):
             acc[touched[j]] = 0.0
-    if size < k:  # fewer than k matches: the unmatched documents, score 0, lowest index first
-        kept = np.sort(heap_docs[:size])
-        doc, j = 0, 0
-        while size < k:
-            if j < len(kept) and kept[j] == doc:
-                j += 1
-            else:
-                size = _offer(heap_scores, heap_docs, size, k, 0.0, doc)
-            doc += 1
-    for position in range(k - 1, -1, -1):  # pop the worst first, so the row ends best first
-        out_scores[position], out_docs[position] = heap_scores[0], heap_docs[0]
-        heap_scores[0], heap_docs[0] = heap_scores[position], heap_docs[position]
-        _sift_down(heap_scores, heap_docs, position, 0)
+    _emit(heap_scores, heap_docs, size, k, original, out_docs, out_scores)
 
 
 @numba.njit(cache=True)
@@ -406,6 +423,7 @@ def _search_taat(index, prune, terms, counts, k, acc, touched, out_docs, out_sco
     """
     (indptr, doc_ids, tfs, idf, length_norm, lengths, upper, k1_plus_1,
      column_slot, column_tfs, weights, dense_slot, dense_rows) = index[:13]  # fmt: skip
+    original = index[17]
     n_terms = len(terms)
     bounds, order = _bound_order(terms, counts, upper)
     remaining = np.zeros(n_terms + 1)  # remaining[i]: the bounds of terms order[i:] summed
@@ -470,7 +488,7 @@ def _search_taat(index, prune, terms, counts, k, acc, touched, out_docs, out_sco
                 partial += count * _weight(term_idf, tfs[posting], k1_plus_1, length_norm[lengths[doc]])
             acc[doc] = partial
             if prune and (size < k or partial > heap_scores[0]):
-                size = _offer(heap_scores, heap_docs, size, k, partial, doc)
+                size = _offer(heap_scores, heap_docs, size, k, partial, doc, original)
         if size == k:
             theta = max(theta, heap_scores[0])
     size = 0
@@ -497,31 +515,20 @@ def _search_taat(index, prune, terms, counts, k, acc, touched, out_docs, out_sco
                         acc[doc] += counts[order[i]] * _weight(idf[term], tf, k1_plus_1, length_norm[lengths[doc]])
                 else:
                     if acc[doc] >= floor:
-                        size = _offer(heap_scores, heap_docs, size, k, acc[doc], doc)
+                        size = _offer(heap_scores, heap_docs, size, k, acc[doc], doc, original)
     elif not track:
-        for doc in range(len(lengths)):  # ascending, so only a strictly higher score displaces the root
-            if size < k:
-                size = _offer(heap_scores, heap_docs, size, k, acc[doc], doc)
-            elif acc[doc] > heap_scores[0]:
-                heap_scores[0], heap_docs[0] = acc[doc], doc
-                _sift_down(heap_scores, heap_docs, k, 0)
+        for doc in range(len(lengths)):
+            if size < k or _worse(heap_scores[0], heap_docs[0], acc[doc], doc, original):  # most fail the test
+                size = _offer(heap_scores, heap_docs, size, k, acc[doc], doc, original)
         acc[:] = 0.0
     else:
         for j in range(n_touched):
             doc = touched[j]
-            if size < k or _worse(heap_scores[0], heap_docs[0], acc[doc], doc):  # the test inline: most fail it
-                size = _offer(heap_scores, heap_docs, size, k, acc[doc], doc)
-        doc = 0
-        while size < k:  # fewer than k matches: the unmatched documents, score 0, lowest index first
-            if acc[doc] == 0.0:
-                size = _offer(heap_scores, heap_docs, size, k, 0.0, doc)
-            doc += 1
+            if size < k or _worse(heap_scores[0], heap_docs[0], acc[doc], doc, original):  # most fail the test
+                size = _offer(heap_scores, heap_docs, size, k, acc[doc], doc, original)
     for j in range(n_touched):
         acc[touched[j]] = 0.0
-    for pos in range(k - 1, -1, -1):  # pop the worst first, so the row ends best first
-        out_scores[pos], out_docs[pos] = heap_scores[0], heap_docs[0]
-        heap_scores[0], heap_docs[0] = heap_scores[pos], heap_docs[pos]
-        _sift_down(heap_scores, heap_docs, pos, 0)
+    _emit(heap_scores, heap_docs, size, k, original, out_docs, out_scores)
 
 
 @numba.njit(cache=True)
@@ -550,23 +557,35 @@ def _postings_of(indptr, terms):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True)
-def _choose(forced, materialised, n_terms, postings, prune_min):  # type: ignore[no-untyped-def]
+def _choose(forced, materialised, n_terms, n_common, postings, prune_min):  # type: ignore[no-untyped-def]
     """The traversal of one query (``TRAVERSALS`` index): ``forced`` unless it is -1 ("auto").
 
-    Measured on both benchmark corpora (``benchmarks/bench_bm25_latency.py``): a query with fewer than
-    ``prune_min`` postings is scored exhaustively (walking every list beats any pruning's bookkeeping); so is
-    one of ``EXHAUSTIVE_MIN_TERMS`` distinct terms or more on a materialised (small) index, whose dense scan of
-    stored weights beats bookkeeping over many lists. On a large index a query of ``DAAT_MIN_TERMS`` or more
-    goes document at a time (term at a time walks its many mid-frequency lists before a bound prunes: p95 at
-    1M real-text passages 2.6x lower). Any other query goes term at a time (the lowest median).
+    Measured on both benchmark corpora (``benchmarks/bench_bm25_latency.py``, each traversal forced on every
+    query; benchmarks/results.md, issue 35): a query with fewer than ``prune_min`` postings is scored
+    exhaustively (walking every list beats any pruning's bookkeeping); so is one of ``EXHAUSTIVE_MIN_TERMS``
+    distinct terms or more on a materialised (small) index, whose dense scan of stored weights beats
+    bookkeeping over many lists (document at a time never won there). On a large index a query with
+    ``DAAT_MIN_COMMON_TERMS`` or more ``n_common`` terms (each in at least ``COMMON_DF_SHARE`` of the
+    documents) goes document at a time: term at a time walks those many mid-frequency lists before a bound
+    prunes, while a long query of rare words prunes early term at a time. Any other query goes term at a time
+    (the lowest median).
     """
     if forced >= 0:
         return forced
     if postings < prune_min or (materialised and n_terms >= EXHAUSTIVE_MIN_TERMS):
         return EXHAUSTIVE
-    if not materialised and n_terms >= DAAT_MIN_TERMS:
+    if not materialised and n_common >= DAAT_MIN_COMMON_TERMS:
         return DAAT
     return TAAT
+
+
+@numba.njit(cache=True)
+def _common_terms(indptr, terms, n_docs):  # type: ignore[no-untyped-def]
+    """How many of ``terms`` are each in at least ``COMMON_DF_SHARE`` of the ``n_docs`` documents."""
+    common = 0
+    for term in terms:
+        common += indptr[term + 1] - indptr[term] >= COMMON_DF_SHARE * n_docs
+    return common
 
 
 @numba.njit(cache=True)
@@ -579,7 +598,8 @@ def _search_queries(  # type: ignore[no-untyped-def]
     materialised = len(index[10]) > 0  # index[10]: the materialised weights, empty on a large index
     for query in range(first, last):
         terms, counts = _distinct(q_rows[q_indptr[query] : q_indptr[query + 1]])
-        traversal = _choose(forced, materialised, len(terms), _postings_of(index[0], terms), prune_min)
+        postings, n_common = _postings_of(index[0], terms), _common_terms(index[0], terms, len(index[5]))
+        traversal = _choose(forced, materialised, len(terms), n_common, postings, prune_min)
         out_traversals[query] = traversal
         if traversal == DAAT:
             search_daat(index, terms, counts, k, out_docs[query], out_scores[query])
@@ -640,13 +660,39 @@ def _upper_bounds(indptr, doc_ids, tfs, idf, length_norm, lengths, k1_plus_1):  
 
 
 @numba.njit(cache=True)
-def _place(terms, docs, tfs, cursor, out_docs, out_tfs):  # type: ignore[no-untyped-def]
-    """Append one chunk's postings (sorted by term, then doc) to their term's slots in the final arrays."""
+def _place(terms, docs, tfs, cursor, out_docs, out_tfs, internal):  # type: ignore[no-untyped-def]
+    """Append one chunk's postings (sorted by term) to their term's slots in the final arrays, each document
+    renumbered (``internal[original index]``)."""
     for posting in range(len(terms)):
         slot = cursor[terms[posting]]
-        out_docs[slot] = docs[posting]
+        out_docs[slot] = internal[docs[posting]]
         out_tfs[slot] = tfs[posting]
         cursor[terms[posting]] = slot + 1
+
+
+@numba.njit(cache=True)
+def _sort_lists(indptr, doc_ids, tfs):  # type: ignore[no-untyped-def]
+    """Sort each term's postings by (internal) doc id, in place, its tfs alongside: one list at a time."""
+    longest = 0
+    for term in range(len(indptr) - 1):
+        longest = max(longest, indptr[term + 1] - indptr[term])
+    keys = np.empty(longest, dtype=np.int64)  # doc id in the high 32 bits, tf in the low 32
+    for term in range(len(indptr) - 1):
+        start, end = indptr[term], indptr[term + 1]
+        ordered = True
+        for posting in range(start + 1, end):
+            if doc_ids[posting] < doc_ids[posting - 1]:
+                ordered = False
+                break
+        if ordered:
+            continue
+        for posting in range(start, end):
+            keys[posting - start] = (np.int64(doc_ids[posting]) << 32) | np.int64(tfs[posting])
+        run = keys[: end - start]
+        run.sort()
+        for posting in range(start, end):
+            doc_ids[posting] = run[posting - start] >> 32
+            tfs[posting] = run[posting - start] & 0xFFFFFFFF
 
 
 def _smallest_uint(largest: int) -> type[np.unsignedinteger]:
@@ -669,7 +715,9 @@ class SparseBM25:
     """Compact BM25 index (seed-000 formula, ``retrieval.core.tokenize`` tokens), equal to ``BM25Index``.
 
     ``vocabulary`` maps a term to its row; row ``t``'s postings are ``doc_ids[indptr[t]:indptr[t + 1]]``
-    with frequencies ``tfs[...]``. ``fit`` replaces the whole index; queries never mutate it.
+    with frequencies ``tfs[...]``, in internal numbers (shortest document first; ``lengths`` and
+    ``column_tfs`` too); internal document ``i`` is corpus document ``original_ids[i]``, and every result
+    (``scores``, ``top_k_batch``) is in corpus positions. ``fit`` replaces the whole index; queries never mutate it.
     ``traversal`` ("auto" or one of ``TRAVERSALS``) forces how queries walk the lists; ``traversals`` counts
     the queries each traversal answered. The class attributes below choose the auto path (tests set them per
     instance to cover each one).
@@ -702,6 +750,7 @@ class SparseBM25:
         self.columns = np.empty(0, dtype=np.int64)
         self.column_tfs = np.empty((0, 0), dtype=np.uint8)
         self.block_upper = np.empty(0, dtype=np.float64)
+        self.original_ids = np.empty(0, dtype=np.int32)
         self._workspace = threading.local()
         self._materialise()
 
@@ -752,20 +801,28 @@ class SparseBM25:
         indptr = np.zeros(n_terms + 1, dtype=np.int64)
         np.cumsum(df, out=indptr[1:])
         tf_dtype = _smallest_uint(max((int(tfs.max()) for _, _, tfs in chunks if len(tfs)), default=0))
+        # Documents are numbered shortest first (ties: original order), so a posting block holds documents of
+        # similar length and its largest weight bounds them tightly; ``original_ids`` maps back.
+        doc_lengths = np.frombuffer(lengths, dtype=np.int64)
+        original_ids = np.argsort(doc_lengths, kind="stable").astype(np.int32)
+        internal = np.empty(n_docs, dtype=np.int32)
+        internal[original_ids] = np.arange(n_docs, dtype=np.int32)
         doc_ids = np.empty(indptr[-1], dtype=np.int32)
         tfs = np.empty(indptr[-1], dtype=tf_dtype)
         cursor = indptr[:-1].copy()
-        while chunks:  # chunks come in document order, so every term's documents end up ascending
+        while chunks:
             chunk_terms, chunk_docs, chunk_tfs = chunks.pop(0)
-            _place(chunk_terms, chunk_docs, chunk_tfs.astype(tf_dtype), cursor, doc_ids, tfs)
-        doc_lengths = np.frombuffer(lengths, dtype=np.int64)
+            _place(chunk_terms, chunk_docs, chunk_tfs.astype(tf_dtype), cursor, doc_ids, tfs, internal)
+        del internal
+        _sort_lists(indptr, doc_ids, tfs)
         longest = int(doc_lengths.max()) if n_docs else 0
         self.vocabulary = vocabulary
         self.avg_dl = int(doc_lengths.sum()) / n_docs if n_docs else 0.0
         # A document's norm depends only on its length: one float64 per length, the same operations in the
         # same order as BM25Index.fit, so each weight is bit-identical.
         avg_dl = self.avg_dl or 1.0
-        self.lengths = doc_lengths.astype(_smallest_uint(longest))
+        self.lengths = doc_lengths[original_ids].astype(_smallest_uint(longest))
+        self.original_ids = original_ids
         self.length_norm = self.k1 * (1.0 - self.b + self.b * np.arange(longest + 1, dtype=np.float64) / avg_dl)
         self.idf = np.array([bm25_idf(n_docs, int(count)) for count in df], dtype=np.float64)
         self.indptr, self.doc_ids, self.tfs = indptr, doc_ids, tfs
@@ -800,7 +857,7 @@ class SparseBM25:
         return (
             self.indptr, self.doc_ids, self.tfs, self.idf, self.length_norm, self.lengths, self.upper, self.k1 + 1.0,
             self._column_slot, self.column_tfs, self._weights, self._dense_slot, self._dense_rows,
-            self._block_indptr, self.block_upper, self.block_postings, self.window_docs,
+            self._block_indptr, self.block_upper, self.block_postings, self.window_docs, self.original_ids,
         )  # fmt: skip
 
     def _materialise(self) -> None:
@@ -830,8 +887,10 @@ class SparseBM25:
             self._dense_rows[slot, self.doc_ids[span]] = self._weights[span]
 
     def scores(self, query_tokens: Iterable[str]) -> np.ndarray:
-        """BM25 score of every document for one query, in document order (float64)."""
-        return _score_row(self._kernel_input(), self._query_arrays([query_tokens])[1])
+        """BM25 score of every document for one query, in the corpus's (original) order (float64)."""
+        scores = np.empty(self.n_docs)
+        scores[self.original_ids] = _score_row(self._kernel_input(), self._query_arrays([query_tokens])[1])
+        return scores
 
     def top_k_batch(self, queries_tokens: Sequence[Iterable[str]], k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` documents of each query: ``(indices, scores)`` of shape ``(n_queries, min(k, n_docs))``.
@@ -895,5 +954,17 @@ class SparseBM25:
         index.vocabulary = {term: row for row, term in enumerate(terms)}
         for name in ARRAYS:
             setattr(index, name, np.load(directory / f"{name}.npy", mmap_mode="r" if mmap else None))
+        if not _is_permutation(index.original_ids, index.n_docs):
+            raise ValueError(
+                f"{directory / 'original_ids.npy'}: not a permutation of the index's {index.n_docs} documents "
+                "(corrupt, or from another index); rebuild it (fit, then save)"
+            )
         index._materialise()
         return index
+
+
+def _is_permutation(ids: np.ndarray, n: int) -> bool:
+    """Whether ``ids`` holds each of ``0 .. n - 1`` exactly once."""
+    if ids.shape != (n,) or ids.dtype.kind not in "iu":
+        return False
+    return n == 0 or (int(ids.min()) >= 0 and bool(np.all(np.bincount(ids, minlength=n) == 1)))

@@ -174,21 +174,23 @@ def test_pruned_top_k_is_exact_on_a_zipfian_corpus() -> None:
 
 
 def test_lengths_and_tf_columns_hold_the_corpus_and_weights_are_bit_identical() -> None:
-    """Documents keep their lengths (one norm per length); on an index that prunes, terms in at least an
-    eighth of the documents a column of their tfs. A one-word query's scores are the reference's to the
-    last bit."""
+    """Documents are numbered shortest first, ties in corpus order, and keep their lengths (one norm per
+    length); on an index that prunes, terms in at least an eighth of the documents a column of their tfs. A
+    one-word query's scores are the reference's, in corpus order, to the last bit."""
     rng = np.random.default_rng(11)
     words = [f"w{i}" for i in range(300)]
     corpus = [[words[min(z, 299)] for z in rng.zipf(1.3, size=rng.integers(0, 90)) - 1] for _ in range(2_000)]
     fast, ref = fitted(corpus, "pruned"), BM25Index().fit(corpus)  # columns are built where pruning runs
     assert fitted(corpus, "materialised").columns.size == 0
-    assert fast.lengths.tolist() == [len(doc) for doc in corpus]
+    by_length = sorted(range(len(corpus)), key=lambda doc: (len(corpus[doc]), doc))
+    assert fast.original_ids.tolist() == by_length
+    assert fast.lengths.tolist() == [len(corpus[doc]) for doc in by_length]
     df = Counter(word for doc in corpus for word in set(doc))
     frequent = sorted(fast.vocabulary[word] for word, count in df.items() if 8 * count >= len(corpus))
     assert fast.columns.tolist() == frequent and len(frequent) >= 5
     for slot, row in enumerate(fast.columns):
         word = next(word for word, r in fast.vocabulary.items() if r == row)
-        assert fast.column_tfs[slot].tolist() == [doc.count(word) for doc in corpus]
+        assert fast.column_tfs[slot].tolist() == [corpus[doc].count(word) for doc in by_length]
     for word in list(df)[:60]:
         np.testing.assert_array_equal(fast.scores([word]), ref.scores([word]))
 
@@ -215,9 +217,22 @@ def test_saved_index_loads_memory_mapped_with_the_same_results(tmp_path) -> None
     loaded = SparseBM25.load(tmp_path, mmap=True)
     assert all(backed_by_memmap(getattr(loaded, name)) for name in ARRAYS)
     assert (loaded.k1, loaded.b, loaded.vocabulary) == (1.2, 0.5, fast.vocabulary)
+    assert loaded.original_ids.tolist() == fast.original_ids.tolist() == [3, 0, 1, 2]  # 0, 3, 3, 4 tokens
     queries = [["cat", "the"], ["الكتاب"], ["unknown"]]
     for got, want in zip(loaded.top_k_batch(queries, 4), fast.top_k_batch(queries, 4), strict=True):
         np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(loaded.scores(["cat"]), fast.scores(["cat"]))
+    assert fast.nbytes == sum(np.load(tmp_path / f"{name}.npy").nbytes for name in ARRAYS)
+
+
+@pytest.mark.parametrize("corrupt", [[0, 0, 1], [0, 1], [0, 1, 3], [-1, 0, 1]])
+def test_a_document_order_that_is_not_a_permutation_is_refused_in_one_line(tmp_path, corrupt: list[int]) -> None:
+    """``original_ids`` maps the index's documents back to the corpus: a damaged one would return wrong ids."""
+    SparseBM25().fit([["a", "b"], ["b"], ["a", "a", "c"]]).save(tmp_path)
+    np.save(tmp_path / "original_ids.npy", np.array(corrupt, dtype=np.int32))
+    with pytest.raises(ValueError, match=r"original_ids\.npy: not a permutation of the index's 3 documents") as raised:
+        SparseBM25.load(tmp_path)
+    assert "\n" not in str(raised.value)
 
 
 @pytest.mark.parametrize("saved_format", [None, 3])

@@ -9,13 +9,22 @@ order, one tie rule: higher score first, then lower document index).
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from retrieval.core import BM25Index
-from retrieval.core.bm25_fast import BLOCK_POSTINGS, DAAT_MIN_TERMS, EXHAUSTIVE_MIN_TERMS, TRAVERSALS, SparseBM25
+from retrieval.core.bm25_fast import (
+    BLOCK_POSTINGS,
+    COMMON_DF_SHARE,
+    DAAT_MIN_COMMON_TERMS,
+    EXHAUSTIVE_MIN_TERMS,
+    TRAVERSALS,
+    SparseBM25,
+)
 
 VOCAB = [f"t{i}" for i in range(12)]
 # Zipf-like weights: t0 in most documents, t11 in few.
@@ -102,8 +111,11 @@ def test_block_bounds_are_each_blocks_largest_reference_weight() -> None:
     """``block_upper`` against the reference's own posting weights (``BM25Index`` stores them per term)."""
     corpus, _ = zipf_corpus(3, 3000)
     index, reference = SparseBM25().fit(corpus), BM25Index().fit(corpus)
+    by_length = sorted(range(len(corpus)), key=lambda doc: (len(corpus[doc]), doc))  # the index's numbering
+    assert index.original_ids.tolist() == by_length
+    internal = {doc: position for position, doc in enumerate(by_length)}
     for term, row in list(index.vocabulary.items())[:300]:
-        weights = [weight for _, weight in sorted(reference._postings[term])]
+        weights = [weight for _, weight in sorted((internal[doc], w) for doc, w in reference._postings[term])]
         first = index._block_indptr[row]
         for block, start in enumerate(range(0, len(weights), BLOCK_POSTINGS)):
             assert index.block_upper[first + block] == max(weights[start : start + BLOCK_POSTINGS])
@@ -120,15 +132,15 @@ def test_auto_chooses_by_index_size_and_query_postings_and_counts_each_choice() 
     large.materialise_max_postings, large.prune_min_postings = 0, 200
     large.fit(corpus)
     large.top_k_batch(asked, 10)
-    postings = [
-        sum(int(np.diff(large.indptr)[large.vocabulary[w]]) for w in set(q) if w in large.vocabulary) for q in asked
-    ]
-    distinct = [len({w for w in q if w in large.vocabulary}) for q in asked]
-    pruned = [n for n, p in zip(distinct, postings, strict=True) if p >= 200]
+    df = Counter(word for doc in corpus for word in set(doc))  # from the corpus, not the index
+    postings = [sum(df[w] for w in set(q)) for q in asked]
+    distinct = [len({w for w in q if w in df}) for q in asked]
+    common = [sum(df[w] >= COMMON_DF_SHARE * len(corpus) for w in set(q)) for q in asked]
+    pruned = [c for c, p in zip(common, postings, strict=True) if p >= 200]
     assert large.traversals == {
         "exhaustive": len(asked) - len(pruned),
-        "daat": sum(n >= DAAT_MIN_TERMS for n in pruned),
-        "taat": sum(n < DAAT_MIN_TERMS for n in pruned),
+        "daat": sum(c >= DAAT_MIN_COMMON_TERMS for c in pruned),
+        "taat": sum(c < DAAT_MIN_COMMON_TERMS for c in pruned),
     }
     assert 0 < large.traversals["daat"] < len(asked)
     pruning = SparseBM25()  # materialised, every query with enough postings to prune
@@ -143,3 +155,50 @@ def test_auto_chooses_by_index_size_and_query_postings_and_counts_each_choice() 
 def test_an_unknown_traversal_is_refused() -> None:
     with pytest.raises(ValueError, match="traversal must be 'auto' or one of exhaustive, taat, daat; got 'wand'"):
         SparseBM25(traversal="wand")
+
+
+# Long documents first in the corpus, short ones last: the index numbers them the other way round.
+varied_lengths = st.lists(st.lists(skewed_words, min_size=1, max_size=30), min_size=1, max_size=60)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    corpus=varied_lengths,
+    words=st.lists(st.sampled_from(VOCAB), min_size=1, max_size=4),
+    k=st.integers(1, 70),
+    params=st.sampled_from([(1.5, 0.0), (0.0, 0.75)]),
+    materialised=st.booleans(),
+    block=st.integers(1, 4),
+    window=st.integers(1, 8),
+)
+def test_ties_across_lengths_go_to_the_lower_original_index(corpus, words, k, params, materialised, block, window):
+    """b = 0 (no length norm) or k1 = 0 (tf and length ignored): documents of different lengths tie exactly on a
+    one-word query; every traversal must rank them by corpus position, as the reference does, although the
+    index numbers documents by length."""
+    corpus = sorted(corpus, key=len, reverse=True)
+    k1, b = params
+    reference = BM25Index(k1=k1, b=b).fit(corpus)
+    for traversal in TRAVERSALS:
+        index = SparseBM25(k1=k1, b=b, traversal=traversal)
+        index.materialise_max_postings = 1 << 40 if materialised else 0
+        index.prune_min_postings, index.block_postings, index.window_docs = 0, block, window
+        index.fit(corpus)
+        docs, scores = index.top_k_batch([[word] for word in words], k)
+        for row, word in enumerate(words):
+            expected = reference.top_k([word], k)
+            assert docs[row].tolist() == [doc for doc, _ in expected], (traversal, word)
+            assert scores[row].tolist() == [score for _, score in expected]
+
+
+@pytest.mark.parametrize("traversal", TRAVERSALS)
+@pytest.mark.parametrize("materialised", [True, False])
+def test_a_long_document_first_in_the_corpus_wins_a_tie_against_a_short_one(traversal: str, materialised: bool):
+    """b = 0: "a" scores the same in both documents; document 0 (four tokens) is numbered after document 1
+    (one token) inside the index, and must still come first."""
+    index = SparseBM25(b=0.0, traversal=traversal)
+    index.materialise_max_postings, index.prune_min_postings = (1 << 40 if materialised else 0), 0
+    index.fit([["a", "x", "x", "x"], ["a"], ["x"]])
+    assert index.original_ids.tolist() == [1, 2, 0]
+    docs, scores = index.top_k_batch([["a"]], 3)
+    assert docs.tolist() == [[0, 1, 2]]
+    assert scores[0, 0] == scores[0, 1] > scores[0, 2] == 0.0

@@ -1,0 +1,92 @@
+"""Each SparseBM25 traversal forced on every query of one index: the figures ``_choose`` (the auto rule) rests on.
+
+For each corpus (``bm25_corpora``) and size, one index (default settings, so materialised up to
+``MATERIALISE_MAX_POSTINGS`` postings); every query is timed through each traversal (``TRAVERSALS``) and
+"auto", one query per call, best of ``--repeat`` calls, after checking that all of them return the exhaustive
+traversal's arrays. Printed: p50 / p95 / p99 ms per traversal, the per-query best of them (what a perfect rule
+would get), and by the number of the query's common terms (each in at least ``COMMON_DF_SHARE`` of the
+documents, what ``_choose`` counts) the median and p90 of term and document at a time.
+
+    python benchmarks/bench_bm25_traversals.py --passages 200000 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks.bench_bm25_latency import N_QUERIES, PERCENTILES, SEED, K, latencies
+from benchmarks.bm25_corpora import CORPORA, passages, queries
+from benchmarks.conftest import machine_line
+from retrieval.core.bm25_fast import COMMON_DF_SHARE, TRAVERSALS, SparseBM25
+
+BUCKETS = ((0, 8), (8, 12), (12, 16), (16, 1 << 30))  # common terms per query
+
+
+def common_terms(index: SparseBM25, query: list[str]) -> int:
+    """How many distinct terms of ``query`` are each in at least ``COMMON_DF_SHARE`` of the documents."""
+    df = np.diff(index.indptr)
+    rows = {index.vocabulary[token] for token in query if token in index.vocabulary}
+    return sum(int(df[row]) >= COMMON_DF_SHARE * index.n_docs for row in rows)
+
+
+def timed(index: SparseBM25, asked: list[list[str]], repeat: int) -> dict[str, np.ndarray]:
+    """Each query's best-of-``repeat`` ms through each traversal and "auto", once all agree with exhaustive."""
+    expected = None
+    times = {}
+    for traversal in (*TRAVERSALS, "auto"):
+        index.traversal = traversal
+        got = index.top_k_batch(asked, K)
+        if expected is None:
+            expected = got
+        elif not (np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])):
+            raise SystemExit(f"traversal {traversal} and exhaustive return different top-{K}")
+        search = lambda q: index.top_k_batch([q], K)  # noqa: E731
+        for query in asked[:3]:
+            search(query)
+        times[traversal] = np.array(latencies(search, asked, repeat))
+    return times
+
+
+def report(corpus: str, n: int, repeat: int) -> None:
+    index = SparseBM25().fit(passages(corpus, n, SEED))
+    asked = [query for query in queries(corpus, N_QUERIES, SEED + 1) if query]
+    times = timed(index, asked, repeat)
+    times["best of the three"] = np.min([times[t] for t in TRAVERSALS], axis=0)
+    kind = "materialised" if index._materialised else "large"
+    for name, ms in times.items():
+        figures = " / ".join(f"{np.percentile(ms, p):.3f}" for p in PERCENTILES)
+        print(f"| {corpus} | {n:,} ({kind}) | {name} | {figures} |", flush=True)
+    common = np.array([common_terms(index, query) for query in asked])
+    for low, high in BUCKETS:
+        chosen = (common >= low) & (common < high)
+        if chosen.any():
+            taat, daat = times["taat"][chosen], times["daat"][chosen]
+            print(
+                f"|   | common terms {low}-{min(high - 1, 99)}: {int(chosen.sum())} queries | taat / daat median "
+                f"{np.median(taat):.3f} / {np.median(daat):.3f} | p90 {np.percentile(taat, 90):.3f} / "
+                f"{np.percentile(daat, 90):.3f} |"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--passages", type=int, nargs="+", default=[200_000])
+    parser.add_argument("--corpus", choices=CORPORA, nargs="+", default=list(CORPORA))
+    parser.add_argument("--repeat", type=int, default=3, help="calls per query; its fastest is kept")
+    args = parser.parse_args()
+    print(machine_line())
+    print(f"one query per call, top-{K}, best of {args.repeat} calls per query")
+    print("| corpus | passages (index) | traversal | p50 / p95 / p99 ms |")
+    print("|---|---|---|---|")
+    for n in args.passages:
+        for corpus in args.corpus:
+            report(corpus, n, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
