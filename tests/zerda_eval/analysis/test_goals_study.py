@@ -72,7 +72,7 @@ def test_the_verdict_says_by_how_much_and_what_would_close_each_missed_goal(tmp_
         ({"targets": []}, "must be a non-empty list"),
         ({"target": [{}]}, "target"),
         ({"targets": [{"dataset": "d", "measure": "ndcg@10", "value": 0.5}]}, "targets[1] lacks source"),
-        ({"targets": [{"dataset": "d", "measure": "ndcg@10", "value": "high", "source": "s"}]}, "value must be a number"),
+        ({"targets": [{"dataset": "d", "measure": "ndcg@10", "value": "hi", "source": "s"}]}, "must be a number"),
         ({"targets": [{"dataset": "x", "measure": "ndcg@10", "value": 0.5, "source": "s"}]}, "'x' is not a dataset"),
         ({"targets": [{"dataset": "d", "measure": "ndcg@10", "value": 0.5, "source": "s", "by": 1}]}, "by"),
     ],
