@@ -17,6 +17,7 @@ import numpy as np
 from retrieval.embeddings import onnx_export
 from retrieval.embeddings.e5_graph import build_encoder, word_vectors
 from retrieval.embeddings.e5_image import E5Image
+from retrieval.embeddings.onnx_sessions import SessionPool
 from retrieval.embeddings.packaged import import_neural
 
 # Changes whenever the exported graph changes (onnx_export adds its own export and quantisation recipe).
@@ -45,25 +46,21 @@ class TorchRuntime:
 
 
 class OnnxRuntime:
-    """An onnxruntime session on one intra-op thread; a corpus runs several batches at once, one per thread.
+    """onnxruntime sessions on one intra-op thread each (``onnx_sessions``); a corpus runs several batches at
+    once, each on its own session.
 
     ``recipe``: the file's export recipe (``onnx_recipe``), which the embedder puts in its params.
     """
 
     name = "onnxruntime"
 
-    def __init__(self, image: E5Image, path: Path, recipe: str, intra_op_threads: int = 1):
-        ort = import_neural("onnxruntime", "onnxruntime")
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = intra_op_threads
-        options.inter_op_num_threads = 1
+    def __init__(self, image: E5Image, path: Path, recipe: str):
         self._image, self.recipe = image, recipe
-        self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self._sessions = SessionPool(path)
 
     def window_means(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """Mean last hidden state of each padded window (``e5_graph``), float32 ``[B, H]``."""
-        feed = {"word_vectors": word_vectors(self._image, ids), "mask": mask}
-        return self._session.run(None, feed)[0]
+        return self._sessions.run({"word_vectors": word_vectors(self._image, ids), "mask": mask})[0]
 
 
 def onnx_graph(image: E5Image, image_sha256: str) -> onnx_export.OnnxGraph:

@@ -32,6 +32,7 @@ from retrieval.embeddings.base import (
 )
 from retrieval.embeddings.batching import encode_in_chunks, in_chunks, padded, run_length_batched
 from retrieval.embeddings.onnx_export import OnnxGraph, export_recipe, onnx_file
+from retrieval.embeddings.onnx_sessions import SessionPool
 from retrieval.embeddings.packaged import import_neural, package_file, unpacked_zip
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -81,14 +82,9 @@ def onnx_graph(folder: Path, sha256: str) -> OnnxGraph:
 
 
 @functools.cache
-def _session(folder: Path, sha256: str, precision: str) -> Any:
-    """An onnxruntime session (one intra-op thread) of the folder's model at ``precision``, exported once."""
-    ort = import_neural("onnxruntime", "onnxruntime")
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    path = onnx_file(onnx_graph(folder, sha256), precision)
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+def _sessions(folder: Path, sha256: str, precision: str) -> SessionPool:
+    """onnxruntime sessions (one intra-op thread each) of the folder's model at ``precision``, exported once."""
+    return SessionPool(onnx_file(onnx_graph(folder, sha256), precision))
 
 
 def _pooled_model(folder: Path) -> Any:
@@ -207,8 +203,7 @@ class MiniLMEmbedder(BaseEmbedder):
     def _pooled(self, rows: list[list[int]]) -> np.ndarray:
         """The model's mean-pooled output for one batch, padded to its longest row."""
         ids, mask = padded(rows)
-        session = _session(self.folder, self._sha256, self.precision)
-        return session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+        return _sessions(self.folder, self._sha256, self.precision).run({"input_ids": ids, "attention_mask": mask})[0]
 
     def _encode_chunk(self, texts: list[str]) -> np.ndarray:
         return self._st_model().encode(

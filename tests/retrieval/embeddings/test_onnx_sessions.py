@@ -1,0 +1,74 @@
+"""SessionPool: one onnxruntime session per concurrent caller, reused afterwards, outputs as the file computes."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from retrieval.embeddings.onnx_sessions import SessionPool
+
+
+@pytest.fixture
+def doubling_model(tmp_path):
+    """An ONNX file computing ``y = 2 * x`` for ``x`` of shape [batch, 3]."""
+    onnx = pytest.importorskip("onnx")  # an optional dependency of the neural extra, not the module under test
+    helper = onnx.helper
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "two"], ["y"])],
+        "doubling",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["batch", 3])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["batch", 3])],
+        [helper.make_tensor("two", onnx.TensorProto.FLOAT, [], [2.0])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "doubling.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+def test_outputs_are_the_files_and_sequential_calls_share_one_session(doubling_model):
+    pool = SessionPool(doubling_model)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for _ in range(3):
+        np.testing.assert_array_equal(pool.run({"x": x})[0], 2 * x)
+    assert pool.input_names == ["x"] and pool.opened == 1
+
+
+def test_concurrent_calls_each_get_their_own_session_and_keep_them(doubling_model):
+    pool = SessionPool(doubling_model)
+    both_inside = threading.Barrier(2, timeout=10)
+    sessions_used = []
+
+    class Recording:
+        """A session that waits until the other caller is inside too, then says which session it is."""
+
+        def __init__(self, session):
+            self.session = session
+
+        def run(self, outputs, feed):
+            both_inside.wait()  # a shared session would also get here; the ids below tell them apart
+            sessions_used.append(id(self))
+            return self.session.run(outputs, feed)
+
+    opened = pool._open
+    pool._idle.put(Recording(pool._idle.get()))
+    pool._open = lambda: Recording(opened())
+    x = np.ones((1, 3), dtype=np.float32)
+    with ThreadPoolExecutor(2) as threads:
+        outputs = list(threads.map(lambda _: pool.run({"x": x})[0], range(2)))
+    assert [output.tolist() for output in outputs] == [[[2.0, 2.0, 2.0]]] * 2
+    assert len(set(sessions_used)) == 2 and pool.opened == 2
+    both_inside = threading.Barrier(1)
+    pool.run({"x": x})  # a later call reuses an idle session
+    assert pool.opened == 2
+
+
+def test_a_file_that_is_not_onnx_fails_when_the_pool_is_made(tmp_path):
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"not a model")
+    with pytest.raises(Exception, match=r"(?i)protobuf|load|invalid"):
+        SessionPool(bad)
