@@ -123,9 +123,11 @@ def verdict(table: pd.DataFrame) -> str:
             lines.append(f"{row['dataset']}: no held-out (tuned) row measured {row['measure']}.")
             continue
         reach = (
-            "no choice among the rows run reaches it even per query, so a stronger signal is needed"
+            "even the best row chosen per query stays below it, so no choice or fusion of these rows reaches it "
+            "and a stronger signal is needed"
             if row["oracle"] < row["goal"]
-            else "choosing the best row per query would reach it, so a better combiner could close it"
+            else "the best row chosen per query would reach it (an oracle, an upper bound rather than a method), "
+            "so the rows hold the answers and a better combiner might close it"
         )
         lines.append(
             f"{row['dataset']}: {row['held_out']} reaches {fmt(row['held_out_value'])} {row['measure']}, "
