@@ -24,9 +24,7 @@ class SessionPool:
         self.path = path
         self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.opened = 0
-        first = self._open()  # opened here, so a bad file fails at load, not in the first batch
-        self.input_names = [node.name for node in first.get_inputs()]
-        self._idle.put(first)
+        self._idle.put(self._open())  # opened here, so a bad file fails at load, not in the first batch
 
     def run(self, feed: dict[str, Any]) -> list[Any]:
         """The outputs of one idle session on ``feed`` (``InferenceSession.run(None, feed)``)."""

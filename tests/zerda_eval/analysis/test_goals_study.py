@@ -67,6 +67,12 @@ def test_the_verdict_says_by_how_much_and_what_would_close_each_missed_goal(tmp_
     assert list(shown["what would close it"]) == ["a bigger dense model", "a new signal", ""]
 
 
+def test_a_goal_on_a_measure_the_run_did_not_compute_is_said_not_a_crash(tmp_path):
+    table = goals.compute([goals.Target("d", "map@1000", 0.5, "paper C")], finished_run(tmp_path))
+    assert table.iloc[0]["held_out"] is None and not table.iloc[0]["met"]
+    assert "d: no held-out (tuned) row measured map@1000." in goals.verdict(table)
+
+
 @pytest.mark.parametrize(
     ("table", "needle"),
     [

@@ -19,7 +19,7 @@ import pandas as pd
 from zerda_eval.analysis.formatting import fmt, fmt_delta
 from zerda_eval.analysis.studies.base import FinishedRun, StudyFigure, StudySection
 from zerda_eval.errors import ConfigError
-from zerda_eval.spec.checks import check_keys
+from zerda_eval.spec.checks import check_keys, check_string
 from zerda_eval.spec.tuning import TUNED
 
 KEYS = ("targets",)
@@ -61,9 +61,10 @@ def parse(table: Mapping[str, Any], document: Mapping[str, Any], where: str) -> 
         missing = [key for key in ("dataset", "measure", "value", "source") if key not in target]
         if missing:
             raise ConfigError(f"{here} lacks {', '.join(missing)}")
-        for key in ("dataset", "measure", "source", "needs"):
-            if key in target and not isinstance(target[key], str):
-                raise ConfigError(f"{here}.{key} must be a string, got {target[key]!r}")
+        for key in ("dataset", "measure", "source"):
+            check_string(target[key], f"{here}.{key}")
+        if not isinstance(target.get("needs", ""), str):
+            raise ConfigError(f"{here}.needs must be a string, got {target['needs']!r}")
         value = target["value"]
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(f"{here}.value must be a number, got {value!r}")
@@ -81,8 +82,7 @@ def compute(targets: list[Target], finished: FinishedRun) -> pd.DataFrame:
     for target in targets:
         cells = results[results["dataset"] == target.dataset]
         tuned = cells[cells["family"] == TUNED]
-        if target.measure in cells.columns:
-            tuned = tuned[tuned[target.measure].notna()]
+        tuned = tuned[tuned[target.measure].notna()] if target.measure in cells.columns else tuned.iloc[0:0]
         if tuned.empty:
             best_name, best_value = None, float("nan")
         else:
