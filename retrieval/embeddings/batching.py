@@ -81,15 +81,17 @@ def run_length_batched(
 
     With ``workers`` > 1 that many batches run at once on threads (an engine that releases the GIL, such
     as onnxruntime with one intra-op thread per call, then uses every core), and a small input is cut into
-    smaller batches so every thread has work to the end; ``workers == 1`` runs in the caller's thread.
-    ``done(batch)`` is called in order as each batch finishes (a progress bar).
+    smaller batches so every thread has work to the end, started longest first; ``workers == 1`` runs in
+    the caller's thread. ``done(batch)`` is called in order as each batch finishes (a progress bar).
     """
     if workers > 1:
         batch_tokens = min(batch_tokens, max(MIN_SPLIT_TOKENS, sum(lengths) // (BATCHES_PER_WORKER * workers)))
     batches = length_batches(lengths, batch_tokens, max_rows)
+    serial = workers == 1 or len(batches) == 1
+    if not serial:  # longest first: the last batches to start are the shortest, so no thread idles long at the end
+        batches.reverse()
     outputs: list[tuple[np.ndarray, np.ndarray]] = []
     with ExitStack() as stack:
-        serial = workers == 1 or len(batches) == 1
         mapper = map if serial else stack.enter_context(ThreadPoolExecutor(workers)).map
         for batch, output in zip(batches, mapper(run, batches), strict=True):
             outputs.append((batch, output))

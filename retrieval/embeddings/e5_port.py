@@ -27,16 +27,17 @@ import numpy as np
 from retrieval.core.hashing import file_sha256
 from retrieval.embeddings.batching import padded, run_length_batched
 from retrieval.embeddings.e5_image import E5Image, read_image
-from retrieval.embeddings.e5_runtime import OnnxRuntime, TorchRuntime, onnx_file, onnx_recipe
+from retrieval.embeddings.e5_runtime import OpenVinoRuntime, TorchRuntime, int8_file, int8_recipe
 from retrieval.embeddings.e5_tokenizer import E5Tokenizer
 from retrieval.embeddings.packaged import import_neural
 
-# Padded tokens per batch: small batches keep a layer's activations in the core's cache. Windows per
-# CPU-second on one thread, same windows (loaded machine): int8 TyDi-ar 26.7 at ~300 tokens per batch,
-# 24.3 at ~1,200, 19.9 at ~4,800; SciFact 7.3 / 6.6 / 6.2; torch fp32 TyDi-ar 13.6 / 13.9 / 11.1.
+# Padded tokens per batch: small batches keep a layer's activations in the core's cache. Texts per CPU-second
+# on one thread, int8 on OpenVINO (loaded machine, best of 2): TyDi-ar 32.5 / 33.2 / 32.2 / 29.1 at 256 / 512 /
+# 1,024 / 2,048 tokens per batch, SciFact 10.9 / 11.1 / 10.6 / 9.6; torch fp32 TyDi-ar windows 13.6 at ~300
+# tokens, 13.9 at ~1,200, 11.1 at ~4,800.
 DEFAULT_BATCH_TOKENS = 512
 # CPU fp32 runs on torch: as fast as onnxruntime fp32 on 2 cores (9.8 vs 9.4 TyDi-ar passages/s, 4.2 vs 3.8
-# SciFact, same run, loaded machine) and it needs no ONNX export; onnxruntime runs int8.
+# SciFact, same run, loaded machine) and it needs no ONNX export; OpenVINO runs int8 (e5_runtime).
 CPU_FP32_RUNTIME = "torch"
 
 _LOCK = threading.Lock()
@@ -58,18 +59,18 @@ def image_and_tokenizer(path: Path) -> tuple[E5Image, E5Tokenizer, str]:
     return image, E5Tokenizer(image), file_sha256(path)
 
 
-def load_runtime(path: Path, runtime: str, precision: str, device: str) -> TorchRuntime | OnnxRuntime:
-    """The process's runtime for (image, runtime, precision, device), built on first use."""
+def load_runtime(path: Path, runtime: str, device: str) -> TorchRuntime | OpenVinoRuntime:
+    """The process's runtime ("torch" on ``device``, or "openvino") for the image at ``path``, built on first use."""
     with _LOCK:
-        return _runtime(path, runtime, precision, device)
+        return _runtime(path, runtime, device)
 
 
 @functools.lru_cache(maxsize=4)
-def _runtime(path: Path, runtime: str, precision: str, device: str) -> TorchRuntime | OnnxRuntime:
+def _runtime(path: Path, runtime: str, device: str) -> TorchRuntime | OpenVinoRuntime:
     image, _, sha256 = image_and_tokenizer(path)
     if runtime == "torch":
         return TorchRuntime(image, device)
-    return OnnxRuntime(image, onnx_file(image, sha256, precision), onnx_recipe(image, sha256, precision))
+    return OpenVinoRuntime(image, int8_file(image, sha256), int8_recipe(image, sha256))
 
 
 def windows(tokenizer: E5Tokenizer, texts: list[str], prefix: str, max_content: int) -> list[Window]:
@@ -84,7 +85,7 @@ def windows(tokenizer: E5Tokenizer, texts: list[str], prefix: str, max_content: 
 
 
 def encode(
-    runtime: TorchRuntime | OnnxRuntime,
+    runtime: TorchRuntime | OpenVinoRuntime,
     items: list[Window],
     n_texts: int,
     batch_tokens: int,

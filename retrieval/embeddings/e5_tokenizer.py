@@ -53,17 +53,32 @@ def _build_table(blob: np.ndarray, offsets: np.ndarray, unk: int, size: int) -> 
 
 
 @numba.njit(cache=True)
-def _prefix_hashes(blob: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Sorted FNV-1a hashes of every proper byte prefix of every piece (lets the search stop early)."""
-    out = np.empty(offsets[-1], dtype=np.uint64)
+def _prefix_set(blob: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Open-addressing set of the FNV-1a hashes of every proper byte prefix of every piece (lets the search stop
+    early: no piece starts with bytes whose hash is absent).
+
+    A hash is stored as ``h | 1`` so that 0 can mark an empty slot: two hashes may then share a cell, which
+    can only let the search go on a step longer (every piece is still matched byte for byte), never stop it
+    early. One probe per candidate, where a binary search over the ~600,000 sorted hashes took about 20
+    (tokenising was 2.4x slower).
+    """
+    hashes = np.empty(offsets[-1], dtype=np.uint64)
     count = 0
     for piece in range(offsets.size - 1):
         h = _FNV_OFFSET
         for i in range(offsets[piece], offsets[piece + 1] - 1):
             h = (h ^ np.uint64(blob[i])) * _FNV_PRIME
-            out[count] = h
+            hashes[count] = h | np.uint64(1)
             count += 1
-    return np.unique(out[:count])
+    hashes = np.unique(hashes[:count])
+    table = np.zeros(1 << max(1, int(np.ceil(np.log2(4 * hashes.size)))), dtype=np.uint64)
+    mask = np.uint64(table.size - 1)
+    for h in hashes:
+        slot = h & mask
+        while table[slot] != 0:
+            slot = (slot + np.uint64(1)) & mask
+        table[slot] = h
+    return table
 
 
 @numba.njit(cache=True, inline="always")
@@ -90,11 +105,20 @@ def _lookup(table, blob, offsets, text, start, end, h) -> int:
 
 @numba.njit(cache=True, inline="always")
 def _is_prefix(prefixes: np.ndarray, h: np.uint64) -> bool:
-    at = np.searchsorted(prefixes, h)
-    return at < prefixes.size and prefixes[at] == h
+    """Whether ``h`` is in the ``_prefix_set`` table ``prefixes``."""
+    key = h | np.uint64(1)
+    mask = np.uint64(prefixes.size - 1)
+    slot = key & mask
+    while True:
+        value = prefixes[slot]
+        if value == key:
+            return True
+        if value == 0:
+            return False
+        slot = (slot + np.uint64(1)) & mask
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _viterbi(text, starts, table, prefixes, blob, offsets, scores, unk, unk_score, max_piece_bytes) -> np.ndarray:
     """Best segmentation of ``text`` (UTF-8 bytes; ``starts`` = its character offsets plus its length).
 
@@ -143,7 +167,7 @@ class E5Tokenizer:
         self._offsets = np.concatenate([[0], np.cumsum([len(piece) for piece in encoded])]).astype(np.int64)
         size = 1 << max(1, int(np.ceil(np.log2(2 * len(encoded)))))
         self._table = _build_table(self._blob, self._offsets, image.unk, size)
-        self._prefixes = _prefix_hashes(self._blob, self._offsets)
+        self._prefixes = _prefix_set(self._blob, self._offsets)
         self._scores = image.scores.astype(np.float32)
         self._unk_score = np.float32(self._scores.min() - UNK_PENALTY)
         self._max_piece_bytes = int(max(len(piece) for piece in encoded))

