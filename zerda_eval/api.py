@@ -136,6 +136,13 @@ class Experiment:
             run_experiment(self.spec, force=force, progress=progress, executor=executor, systems=self.systems)
         return Results(self.output_dir)
 
+    def prepare(self) -> dict[str, float]:
+        """Read the datasets, make the models' stored files and compile the kernels a first run would
+        (``execution.prepare``); returns the seconds each step took. The run directory is not touched."""
+        from zerda_eval.execution.prepare import prepare
+
+        return prepare(self.spec.cells)
+
 
 def _api_params(name: str, obj: Any, source: str) -> dict[str, Any]:
     version = getattr(obj, "version", None)

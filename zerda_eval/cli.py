@@ -1,4 +1,4 @@
-"""``zerda-eval``: run an experiment, write a report, list datasets and systems (a thin layer over ``api``).
+"""``zerda-eval``: run or prepare an experiment, write a report, list datasets and systems (a thin layer over ``api``).
 
 Exit codes: 0 ok, 1 error (a ``ZerdaEvalError``: one line on stderr, no traceback), 2 usage,
 130 interrupted (Ctrl-C at any moment, start-up included: "interrupted: N cells kept; rerun to
@@ -72,6 +72,12 @@ def build_parser() -> argparse.ArgumentParser:
         "tcp://HOST:PORT (a running Dask scheduler; needs zerda-eval[dask])",
     )
     run.add_argument("--no-report", action="store_true", help="skip writing reports/<experiment>/")
+    prepare = commands.add_parser(
+        "prepare",
+        help="make what a machine's first run of an experiment makes once: its datasets read, its models' "
+        "stored files, the compiled kernels (the run stays cold: no cell, vector or index is stored)",
+    )
+    prepare.add_argument("config", type=Path, help="experiment TOML file")
     commands.add_parser("datasets", help="list the bundled datasets")
     systems = commands.add_parser("systems", help="list every system family and fusion method with its parameters")
     systems.add_argument("name", nargs="?", help="one family or fusion method (default: all)")
@@ -213,6 +219,14 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _prepare(args: argparse.Namespace) -> int:
+    from zerda_eval.api import Experiment
+
+    seconds = Experiment.from_toml(args.config).prepare()
+    print("prepared: " + ", ".join(f"{step} {value:.1f} s" for step, value in seconds.items()))
+    return EXIT_OK
+
+
 def _summary(table: pd.DataFrame) -> str:
     """The results table as printed: main measures and costs; costs not measured (a run file) say so,
     and a measure a dataset does not take (Qur'an QA's runs are cut at 10) is "-"."""
@@ -311,7 +325,7 @@ def _systems(args: argparse.Namespace) -> int:
 SHARED_VALUES_MIN_CHARS = 80  # `systems` prints a longer list of allowed values once, after the families
 
 
-COMMANDS = {"run": _run, "datasets": _datasets, "report": _report, "systems": _systems}
+COMMANDS = {"run": _run, "prepare": _prepare, "datasets": _datasets, "report": _report, "systems": _systems}
 
 if __name__ == "__main__":
     sys.exit(main())

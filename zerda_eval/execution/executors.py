@@ -157,19 +157,10 @@ def preload_datasets(cells: Sequence[CellSpec]) -> None:
             load_cell_collection(cell.config["dataset"])
 
 
-def encode_on_workers(client: Any, cells: Sequence[CellSpec], cache_dir: Path, progress: bool = True) -> None:
-    """Encode the corpora the cells will embed, chunk by chunk over the workers, into the embedding store.
-
-    Each chunk not yet stored is one task (``store.embeddings.store_chunk``); the cells then assemble
-    their corpus file from the stored chunks, in corpus order, as a serial run would. A worker killed
-    mid-encode costs its chunk (Dask reruns the task); a rerun encodes only what is not stored.
-    Skipped under ``--force``: the cells then encode, and rebuild, what they use themselves.
-    """
-    from distributed import as_completed
-
-    from retrieval.embeddings import load_embedder
+def encoding_plans(cells: Sequence[CellSpec]) -> list[tuple[str, dict[str, Any], Sequence[str]]]:
+    """The distinct corpus encodes the cells' systems will ask for: (embedder, kwargs, texts) each
+    (``systems.encoders.planned_encoding``)."""
     from zerda_eval.hashing import canonical_json, texts_sha256
-    from zerda_eval.store.embeddings import chunk_is_stored, chunk_spans, corpus_is_stored, corpus_progress
     from zerda_eval.systems import family_class
     from zerda_eval.systems.encoders import planned_encoding
 
@@ -182,8 +173,25 @@ def encode_on_workers(client: Any, cells: Sequence[CellSpec], cache_dir: Path, p
         plan = planned_encoding(params, load_cell_collection(cell.config["dataset"])[0])
         if plan is not None:
             plans.setdefault((plan[0], canonical_json(plan[1]), texts_sha256(plan[2])), plan)
+    return list(plans.values())
+
+
+def encode_on_workers(client: Any, cells: Sequence[CellSpec], cache_dir: Path, progress: bool = True) -> None:
+    """Encode the corpora the cells will embed, chunk by chunk over the workers, into the embedding store.
+
+    Each chunk not yet stored is one task (``store.embeddings.store_chunk``); the cells then assemble
+    their corpus file from the stored chunks, in corpus order, as a serial run would. A worker killed
+    mid-encode costs its chunk (Dask reruns the task); a rerun encodes only what is not stored.
+    Skipped under ``--force``: the cells then encode, and rebuild, what they use themselves.
+    """
+    from distributed import as_completed
+
+    from retrieval.embeddings import load_embedder
+    from zerda_eval.hashing import texts_sha256
+    from zerda_eval.store.embeddings import chunk_is_stored, chunk_spans, corpus_is_stored, corpus_progress
+
     threads = _threads_per_worker(client)
-    for name, kwargs, texts in plans.values():
+    for name, kwargs, texts in encoding_plans(cells):
         embedder = load_embedder(name, **kwargs)  # in the client, for the store's keys
         if corpus_is_stored(embedder, texts, cache_dir):
             continue
