@@ -177,21 +177,24 @@ def test_impacts_are_the_reference_weights_rounded_to_the_step() -> None:
     assert index.memory_nbytes >= index.nbytes + len(index.doc_ids) + index._impact_columns.size
 
 
-# Many near-ties: a handful of words, documents of 1-6 of them, so many documents share a score or differ by
-# less than one impact step.
-near_ties = st.lists(st.lists(st.sampled_from(VOCAB[:4]), min_size=1, max_size=6), min_size=20, max_size=120)
+def near_ties(seed: int, n_docs: int) -> tuple[list[list[str]], list[list[str]]]:
+    """Six words in documents of 1-30 of them (many lengths), so many documents score within one impact step
+    of each other, plus one document of a word found nowhere else, whose large weight makes the step coarse;
+    and three queries of 1-8 of the six words (repeats likely). Drawn by numpy from ``seed``: typical random
+    corpora, where hypothesis's own draws shrink towards a few identical documents."""
+    rng = np.random.default_rng(seed)
+    words = VOCAB[:6]
+    corpus = [list(rng.choice(words, size=rng.integers(1, 31))) for _ in range(n_docs)]
+    return [*corpus, ["unique"]], [list(rng.choice(words, size=rng.integers(1, 9))) for _ in range(3)]
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    corpus=near_ties,
-    batch=st.lists(st.lists(st.sampled_from(VOCAB[:5]), min_size=0, max_size=6), min_size=1, max_size=4),
-    k=st.integers(1, 8),
-    materialised=st.booleans(),
-)
-def test_the_impact_traversal_returns_the_reference_top_k_among_near_ties(corpus, batch, k, materialised):
-    """Small ``k`` over many (near-)tied documents, repeated and empty queries: the integer sums' candidates
-    must hold every document that reaches the top k, and ties go to the lower corpus position."""
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_docs=st.integers(20, 150), k=st.integers(1, 8), materialised=st.booleans())
+def test_the_impact_traversal_returns_the_reference_top_k_among_near_ties(seed, n_docs, k, materialised):
+    """Small ``k`` over many near-tied documents, repeated query words: the integer sums' candidates must hold
+    every document that reaches the top k (on these corpora about one batch in five needs the margin of the
+    query's word count: without it, 57 of 300 batches differ), and ties go to the lower corpus position."""
+    corpus, batch = near_ties(seed, n_docs)
     reference = BM25Index().fit(corpus)
     index = forced(corpus, "impact", materialised, 4, 8)
     exhaustive = forced(corpus, "exhaustive", materialised, 4, 8)
