@@ -5,7 +5,7 @@ For each corpus (``bm25_corpora``) and size, one index (default settings, so mat
 "auto", one query per call, best of ``--repeat`` calls, after checking that all of them return the exhaustive
 traversal's arrays. Printed: p50 / p95 / p99 ms per traversal, the per-query best of them (what a perfect rule
 would get), and by the number of the query's common terms (each in at least ``COMMON_DF_SHARE`` of the
-documents, what ``_choose`` counts) the median and p90 of term and document at a time.
+documents) the median and p90 of each pruning traversal (term at a time, document at a time, impact).
 
     python benchmarks/bench_bm25_traversals.py --passages 200000 1000000
 """
@@ -22,8 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.bench_bm25_latency import N_QUERIES, PERCENTILES, SEED, K, latencies
 from benchmarks.bm25_corpora import CORPORA, passages, queries
 from benchmarks.conftest import machine_line
-from retrieval.core.bm25_fast import COMMON_DF_SHARE, TRAVERSALS, SparseBM25
+from retrieval.core.bm25_fast import TRAVERSALS, SparseBM25
 
+COMMON_DF_SHARE = 1 / 256  # a query's term in at least this share of the documents is "common"
 BUCKETS = ((0, 8), (8, 12), (12, 16), (16, 1 << 30))  # common terms per query
 
 
@@ -56,7 +57,7 @@ def report(corpus: str, n: int, repeat: int) -> None:
     index = SparseBM25().fit(passages(corpus, n, SEED))
     asked = [query for query in queries(corpus, N_QUERIES, SEED + 1) if query]
     times = timed(index, asked, repeat)
-    times["best of the three"] = np.min([times[t] for t in TRAVERSALS], axis=0)
+    times["best of them"] = np.min([times[t] for t in TRAVERSALS], axis=0)
     kind = "materialised" if index._materialised else "large"
     for name, ms in times.items():
         figures = " / ".join(f"{np.percentile(ms, p):.3f}" for p in PERCENTILES)
@@ -65,11 +66,11 @@ def report(corpus: str, n: int, repeat: int) -> None:
     for low, high in BUCKETS:
         chosen = (common >= low) & (common < high)
         if chosen.any():
-            taat, daat = times["taat"][chosen], times["daat"][chosen]
+            medians = " / ".join(f"{np.median(times[t][chosen]):.3f}" for t in TRAVERSALS[1:])
+            p90s = " / ".join(f"{np.percentile(times[t][chosen], 90):.3f}" for t in TRAVERSALS[1:])
             print(
-                f"|   | common terms {low}-{min(high - 1, 99)}: {int(chosen.sum())} queries | taat / daat median "
-                f"{np.median(taat):.3f} / {np.median(daat):.3f} | p90 {np.percentile(taat, 90):.3f} / "
-                f"{np.percentile(daat, 90):.3f} |"
+                f"|   | common terms {low}-{min(high - 1, 99)}: {int(chosen.sum())} queries | "
+                f"{' / '.join(TRAVERSALS[1:])} median {medians} | p90 {p90s} |"
             )
 
 

@@ -14,11 +14,14 @@ weight matrix takes 12. A weight is computed when it is read, with the float64 o
 to the reference's. On a large index, terms in at least an eighth of the documents also keep a column of
 their tfs (one per document), for lookups.
 
-A query is answered by one of three traversals (``TRAVERSALS``; ``_choose`` picks per query, the
-``traversal`` option forces one): exhaustive (every posting of its terms), term at a time (below) or
-document at a time (block-max MaxScore, ``search_daat``; each block of 128 postings keeps its
-largest weight, ``block_upper``). All three sum a query's terms in the same order and break ties the same
-way, so they return the same arrays.
+A query is answered by one of four traversals (``TRAVERSALS``; ``_choose`` picks per query, the
+``traversal`` option forces one): exhaustive (every posting of its terms), term at a time (below),
+document at a time (block-max MaxScore, ``search_daat``; each block of 128 postings keeps its largest
+weight, ``block_upper``) or by quantised impacts (``search_impact``: an integer sum of each posting's weight
+rounded to one of 256 steps, then an exact rescoring of the documents whose sum can reach the top k; its
+impacts are derived in memory at fit and load, one byte per posting, not saved). All four sum a query's terms
+in the same order and break ties the same way, so they return the same arrays. Auto: impacts, except for
+queries with few postings (exhaustive).
 
 Term at a time, a query is scored highest upper bound (``count * largest weight``) first. Once at least
 ``k`` documents have a partial score and the upper bounds of the terms left sum to less than the k-th
@@ -59,19 +62,15 @@ ARRAYS = (
     "original_ids",
 )  # fmt: skip
 # How a query's lists are walked (``SparseBM25.traversal``; "auto" chooses per query, ``_choose``).
-TRAVERSALS = ("exhaustive", "taat", "daat")
-EXHAUSTIVE, TAAT, DAAT = range(len(TRAVERSALS))
+TRAVERSALS = ("exhaustive", "taat", "daat", "impact")
+EXHAUSTIVE, TAAT, DAAT, IMPACT = range(len(TRAVERSALS))
 CHUNK_TOKENS = 1 << 22  # tokens per indexing chunk (16 MB of int32 ids)
 # Score the best k in full before walking a list longer than this many times the lookups that takes.
 LOOKAHEAD = 16
-# Queries whose lists hold fewer postings than this are scored exhaustively: pruning would not pay.
-PRUNE_MIN_POSTINGS = 50_000
-# On a large index, queries of at least DAAT_MIN_COMMON_TERMS distinct terms that are each in at least
-# COMMON_DF_SHARE of the documents go document at a time (``_choose``); on a materialised one, queries of at
-# least EXHAUSTIVE_MIN_TERMS distinct terms are scored exhaustively.
-DAAT_MIN_COMMON_TERMS = 12
-COMMON_DF_SHARE = 1 / 256
-EXHAUSTIVE_MIN_TERMS = 15
+# Queries whose lists hold fewer than IMPACT_MIN_POSTINGS postings, or fewer than IMPACT_MIN_POSTINGS_SHARE of
+# the documents, are scored exhaustively; the others by quantised impacts (``_choose``).
+IMPACT_MIN_POSTINGS = 4096
+IMPACT_MIN_POSTINGS_SHARE = 1 / 64
 # On an index that prunes, a term in at least this share of the documents also keeps a column of its tfs (one
 # per document, at most 1.6x its postings' bytes): a lookup is one read instead of a gallop through its list.
 COLUMN_MIN_DF_SHARE = 1 / 8
@@ -80,6 +79,14 @@ COLUMN_MIN_DF_SHARE = 1 / 8
 MATERIALISE_MAX_POSTINGS = 1 << 23
 DENSE_MIN_DF_SHARE = 0.25
 MAX_DENSE_CELLS = 1 << 22
+# The impact traversal (``search_impact``): each posting's weight quantised to one of IMPACT_LEVELS + 1 integer
+# steps (uint8); terms in at least IMPACT_COLUMN_MIN_DF_SHARE of the documents also keep their impacts as a
+# column (one byte per document), summed by a vectorised add; the integer sums (uint16, so at most
+# IMPACT_MAX_WORDS query words) are scanned IMPACT_CHUNK documents at a time.
+IMPACT_LEVELS = 255
+IMPACT_COLUMN_MIN_DF_SHARE = 1 / 16
+IMPACT_MAX_WORDS = np.iinfo(np.uint16).max // IMPACT_LEVELS
+IMPACT_CHUNK = 256
 
 
 # The building blocks every traversal shares: the weight, the top-k heap, the list searches. All numba code
@@ -413,6 +420,120 @@ def search_daat(index, terms, counts, k, out_docs, out_scores):  # type: ignore[
     _emit(heap_scores, heap_docs, size, k, original, out_docs, out_scores)
 
 
+# Quantised impacts, exact by rescoring (the impact-ordered indexes of JASS and PISA, made exact).
+#
+# Each posting carries ``q = round(w / step)`` (uint8), ``step`` the index's largest weight / IMPACT_LEVELS,
+# so ``|w - q * step| <= step / 2`` (up to a relative 1e-16 from the division). Pass 1 sums ``count * q`` over
+# the query's terms into one uint16 per document (a vectorised add for a term with an impact column, a
+# scatter otherwise): an integer ``A(d)`` with ``|score(d) - step * A(d)| <= W * step / 2``, ``W`` the
+# query's word count (repeats included). Let ``S`` be the k-th largest ``A``: the k documents with the largest
+# sums each score at least ``step * S - W * step / 2``, so the k-th best score is at least that, and a
+# document that reaches it (ties included) has ``step * A(d) + W * step / 2 >= step * S - W * step / 2``,
+# that is ``A(d) >= S - W``. Pass 2 rescores exactly the candidates with ``A(d) >= S - W - 1`` (one step of
+# slack against the division's rounding; none has ``A(d) = 0`` once that threshold is >= 1): each term looked
+# up (tf column or gallop) and weighed by ``_weight``, summed in the engine's one order (``_bound_order``),
+# so the scores are bit-identical to the other traversals' and the heap breaks ties by corpus position.
+# When the threshold is below 1 (fewer than k documents with a positive sum, or sums too close to 0), no
+# document can be excluded, and the query is answered exhaustively instead (and counted as such).
+
+
+@numba.njit(cache=True)
+def impacts_of(indptr, doc_ids, tfs, idf, length_norm, lengths, k1_plus_1, step):  # type: ignore[no-untyped-def]
+    """Each posting's weight (``_weight``) divided by ``step`` and rounded to the nearest integer (uint8)."""
+    out = np.empty(len(doc_ids), dtype=np.uint8)
+    for term in range(len(indptr) - 1):
+        for posting in range(indptr[term], indptr[term + 1]):
+            weight = _weight(idf[term], tfs[posting], k1_plus_1, length_norm[lengths[doc_ids[posting]]])
+            out[posting] = min(IMPACT_LEVELS, int(weight / step + 0.5))
+    return out
+
+
+@numba.njit(cache=True)
+def _impact_candidates(index, terms, counts, k, sums, candidates):  # type: ignore[no-untyped-def]
+    """Pass 1 of ``search_impact``: the documents whose integer sum can still reach the top k, ascending, into
+    ``candidates`` (their number returned; -1 if none can be excluded). ``sums`` (uint16, a multiple of
+    ``IMPACT_CHUNK`` long) is zero on entry and left zero."""
+    indptr, doc_ids = index[0], index[1]
+    impacts, impact_slot, impact_columns = index[18:21]
+    n_docs, words = len(index[5]), 0
+    for i in range(len(terms)):
+        words += int(counts[i])
+        count, term = np.uint16(counts[i]), terms[i]
+        if impact_slot[term] >= 0:
+            column = impact_columns[impact_slot[term]]
+            for doc in range(n_docs):  # a vectorised add: 0 where the term is absent
+                sums[doc] += count * column[doc]
+        else:
+            for posting in range(indptr[term], indptr[term + 1]):
+                sums[doc_ids[posting]] += count * impacts[posting]
+    n_chunks = len(sums) // IMPACT_CHUNK
+    chunk_max = np.empty(n_chunks, dtype=sums.dtype)
+    for chunk in range(n_chunks):  # a fixed trip count, so the loop is vectorised
+        first, top = chunk * IMPACT_CHUNK, sums[chunk * IMPACT_CHUNK]
+        for offset in range(IMPACT_CHUNK):
+            top = max(top, sums[first + offset])
+        chunk_max[chunk] = top
+    # The k-th largest chunk maximum is at most S (k distinct documents reach it): only chunks reaching it
+    # can hold the k largest sums.
+    low = max(1, np.partition(chunk_max, n_chunks - k)[n_chunks - k] if n_chunks >= k else 1)
+    values, n_values = np.empty(4 * k, np.int64), 0
+    for chunk in range(n_chunks):
+        if chunk_max[chunk] >= low:
+            for doc in range(chunk * IMPACT_CHUNK, (chunk + 1) * IMPACT_CHUNK):
+                if sums[doc] >= low:
+                    if n_values == len(values):
+                        values = np.concatenate((values, np.empty(n_values, np.int64)))
+                    values[n_values] = sums[doc]
+                    n_values += 1
+    kth = np.partition(values[:n_values], n_values - k)[n_values - k] if n_values >= k else 0
+    threshold = kth - words - 1
+    n_candidates = 0 if threshold >= 1 else -1
+    for chunk in range(n_chunks):
+        if chunk_max[chunk] == 0:
+            continue
+        first = chunk * IMPACT_CHUNK
+        if threshold >= 1 and chunk_max[chunk] >= threshold:
+            for doc in range(first, first + IMPACT_CHUNK):
+                if sums[doc] >= threshold:
+                    candidates[n_candidates] = doc
+                    n_candidates += 1
+        for offset in range(IMPACT_CHUNK):
+            sums[first + offset] = 0
+    return n_candidates
+
+
+@numba.njit(cache=True)
+def search_impact(index, terms, counts, k, sums, candidates, out_docs, out_scores):  # type: ignore[no-untyped-def]
+    """Exact top ``k`` of one query into ``out_docs``/``out_scores`` (best first) by quantised impacts and
+    exact rescoring; False (outputs untouched) if the integer sums cannot exclude any document, or the query
+    has more than ``IMPACT_MAX_WORDS`` words.
+
+    ``index`` is ``SparseBM25._kernel_input()``; ``sums`` (uint16) is zero on entry and left zero;
+    ``candidates`` (int32) has one slot per document.
+    """
+    indptr, doc_ids, tfs, idf, length_norm, lengths, upper, k1_plus_1, column_slot, column_tfs = index[:10]
+    original = index[17]
+    if counts.sum() > IMPACT_MAX_WORDS:
+        return False
+    n_candidates = _impact_candidates(index, terms, counts, k, sums, candidates)
+    if n_candidates < 0:
+        return False
+    scores = np.zeros(n_candidates)
+    for i in _bound_order(terms, counts, upper)[1]:  # the engine's summation order
+        term, count, cursor = terms[i], counts[i], indptr[terms[i]]
+        for j in range(n_candidates):  # ascending documents: the cursor only moves forward
+            doc = candidates[j]
+            tf, cursor = _tf_of(indptr, doc_ids, tfs, column_slot, column_tfs, term, cursor, doc)
+            if tf:
+                scores[j] += count * _weight(idf[term], tf, k1_plus_1, length_norm[lengths[doc]])
+    heap_scores, heap_docs, size = np.empty(k), np.empty(k, dtype=np.int64), 0
+    for j in range(n_candidates):
+        if size < k or scores[j] >= heap_scores[0]:  # a tie goes to the lower original index (_worse)
+            size = _offer(heap_scores, heap_docs, size, k, scores[j], candidates[j], original)
+    _emit(heap_scores, heap_docs, size, k, original, out_docs, out_scores)
+    return True
+
+
 @numba.njit(cache=True)
 def _search_taat(index, prune, terms, counts, k, acc, touched, out_docs, out_scores):  # type: ignore[no-untyped-def]
     """Exact top ``k`` of one query into ``out_docs``/``out_scores`` (best first), term at a time, pruned if
@@ -557,69 +678,62 @@ def _postings_of(indptr, terms):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True)
-def _choose(forced, materialised, n_terms, n_common, postings, prune_min):  # type: ignore[no-untyped-def]
+def _choose(forced, postings, impact_min):  # type: ignore[no-untyped-def]
     """The traversal of one query (``TRAVERSALS`` index): ``forced`` unless it is -1 ("auto").
 
-    Measured on both benchmark corpora (``benchmarks/bench_bm25_latency.py``, each traversal forced on every
-    query; benchmarks/results.md, issue 35): a query with fewer than ``prune_min`` postings is scored
-    exhaustively (walking every list beats any pruning's bookkeeping); so is one of ``EXHAUSTIVE_MIN_TERMS``
-    distinct terms or more on a materialised (small) index, whose dense scan of stored weights beats
-    bookkeeping over many lists (document at a time never won there). On a large index a query with
-    ``DAAT_MIN_COMMON_TERMS`` or more ``n_common`` terms (each in at least ``COMMON_DF_SHARE`` of the
-    documents) goes document at a time: term at a time walks those many mid-frequency lists before a bound
-    prunes, while a long query of rare words prunes early term at a time. Any other query goes term at a time
-    (the lowest median).
+    Measured on both benchmark corpora at 10k, 100k, 200k and 1M passages (each traversal forced on every
+    query, ``benchmarks/bench_bm25_traversals.py``; benchmarks/results.md, issue 35 round 3): the impact
+    traversal was the fastest on every bucket of query length and frequency, at every size, except on queries
+    with fewer postings than ``impact_min`` (``SparseBM25.impact_min_postings_below``: 4,096, or 1/64 of the
+    documents if more), where its fixed costs (scanning the whole integer accumulator) exceed walking the
+    lists: those are scored exhaustively. Term and
+    document at a time never win any more; they stay, forced only, as the exact references of the pruning
+    arguments they embody.
     """
     if forced >= 0:
         return forced
-    if postings < prune_min or (materialised and n_terms >= EXHAUSTIVE_MIN_TERMS):
+    if postings < impact_min:
         return EXHAUSTIVE
-    if not materialised and n_common >= DAAT_MIN_COMMON_TERMS:
-        return DAAT
-    return TAAT
-
-
-@numba.njit(cache=True)
-def _common_terms(indptr, terms, n_docs):  # type: ignore[no-untyped-def]
-    """How many of ``terms`` are each in at least ``COMMON_DF_SHARE`` of the ``n_docs`` documents."""
-    common = 0
-    for term in terms:
-        common += indptr[term + 1] - indptr[term] >= COMMON_DF_SHARE * n_docs
-    return common
+    return IMPACT
 
 
 @numba.njit(cache=True)
 def _search_queries(  # type: ignore[no-untyped-def]
-    index, forced, prune_min, q_indptr, q_rows, first, last, acc, touched, out_docs, out_scores, out_traversals
+    index, forced, impact_min, q_indptr, q_rows, first, last, acc, touched, sums, out_docs, out_scores, out_traversals
 ):
     """Queries ``first`` to ``last - 1`` of a batch, one after another on one workspace; each query's
-    traversal (``TRAVERSALS`` index) goes to ``out_traversals``."""
+    traversal (``TRAVERSALS`` index) goes to ``out_traversals`` (exhaustive for an impact query whose sums
+    could exclude no document, ``search_impact``)."""
     k = out_docs.shape[1]
-    materialised = len(index[10]) > 0  # index[10]: the materialised weights, empty on a large index
     for query in range(first, last):
         terms, counts = _distinct(q_rows[q_indptr[query] : q_indptr[query + 1]])
-        postings, n_common = _postings_of(index[0], terms), _common_terms(index[0], terms, len(index[5]))
-        traversal = _choose(forced, materialised, len(terms), n_common, postings, prune_min)
+        traversal = _choose(forced, _postings_of(index[0], terms), impact_min)
+        if traversal == IMPACT and not search_impact(
+            index, terms, counts, k, sums, touched, out_docs[query], out_scores[query]
+        ):
+            traversal = EXHAUSTIVE
         out_traversals[query] = traversal
         if traversal == DAAT:
             search_daat(index, terms, counts, k, out_docs[query], out_scores[query])
-        else:
+        elif traversal != IMPACT:
             prune = traversal == TAAT
             _search_taat(index, prune, terms, counts, k, acc, touched, out_docs[query], out_scores[query])
 
 
 @numba.njit(cache=True, parallel=True)
 def _search_parallel(  # type: ignore[no-untyped-def]
-    index, forced, prune_min, q_indptr, q_rows, n_chunks, out_docs, out_scores, out_traversals
+    index, forced, impact_min, q_indptr, q_rows, n_chunks, out_docs, out_scores, out_traversals
 ):
     """The batch split into ``n_chunks`` runs of queries, one workspace each, in parallel."""
     n_queries, n_docs = out_docs.shape[0], len(index[5])  # index[5]: lengths, one per document
     for chunk in numba.prange(n_chunks):
         first, last = chunk * n_queries // n_chunks, (chunk + 1) * n_queries // n_chunks
         acc, touched = np.zeros(n_docs), np.empty(n_docs, dtype=np.int32)
+        sums = np.zeros(-(-n_docs // IMPACT_CHUNK) * IMPACT_CHUNK, dtype=np.uint16)
         _search_queries(
-            index, forced, prune_min, q_indptr, q_rows, first, last, acc, touched, out_docs, out_scores, out_traversals
-        )
+            index, forced, impact_min, q_indptr, q_rows, first, last, acc, touched, sums, out_docs, out_scores,
+            out_traversals,
+        )  # fmt: skip
 
 
 @numba.njit(cache=True)
@@ -724,7 +838,8 @@ class SparseBM25:
     """
 
     materialise_max_postings: int = MATERIALISE_MAX_POSTINGS
-    prune_min_postings: int = PRUNE_MIN_POSTINGS
+    impact_min_postings: int = IMPACT_MIN_POSTINGS
+    impact_min_postings_share: float = IMPACT_MIN_POSTINGS_SHARE
     block_postings: int = BLOCK_POSTINGS  # read by fit (and saved); tests make blocks tiny
     window_docs: int = WINDOW_DOCS
 
@@ -765,8 +880,15 @@ class SparseBM25:
 
     @property
     def memory_nbytes(self) -> int:
-        """``nbytes`` plus what a small index materialises in memory (weights, dense rows)."""
-        return self.nbytes + self._weights.nbytes + self._dense_rows.nbytes
+        """``nbytes`` plus what is derived in memory at fit and load: quantised impacts (one byte per posting, and
+        impact columns), and on a small index its weights and dense rows."""
+        derived = (self._weights, self._dense_rows, self._impacts, self._impact_columns)
+        return self.nbytes + sum(array.nbytes for array in derived)
+
+    @property
+    def impact_min_postings_below(self) -> float:
+        """The fewest postings a query needs for the auto rule to answer it by impacts (``_choose``)."""
+        return max(self.impact_min_postings, self.impact_min_postings_share * self.n_docs)
 
     def __len__(self) -> int:
         return self.n_docs
@@ -858,6 +980,7 @@ class SparseBM25:
             self.indptr, self.doc_ids, self.tfs, self.idf, self.length_norm, self.lengths, self.upper, self.k1 + 1.0,
             self._column_slot, self.column_tfs, self._weights, self._dense_slot, self._dense_rows,
             self._block_indptr, self.block_upper, self.block_postings, self.window_docs, self.original_ids,
+            self._impacts, self._impact_slot, self._impact_columns,
         )  # fmt: skip
 
     def _materialise(self) -> None:
@@ -869,6 +992,7 @@ class SparseBM25:
         self._column_slot = np.full(len(self.idf), -1, dtype=np.int64)
         self._column_slot[self.columns] = np.arange(len(self.columns))
         self._block_indptr = block_indptr_of(self.indptr, self.block_postings)
+        self._materialise_impacts()
         self._weights = np.empty(0)
         self._dense_slot = np.full(len(self.idf), -1, dtype=np.int64)
         self._dense_rows = np.empty((0, 0))
@@ -885,6 +1009,22 @@ class SparseBM25:
         for slot, term in enumerate(frequent):
             span = slice(self.indptr[term], self.indptr[term + 1])
             self._dense_rows[slot, self.doc_ids[span]] = self._weights[span]
+
+    def _materialise_impacts(self) -> None:
+        """Derive the impact traversal's inputs (``search_impact``): every posting's weight quantised to uint8 in
+        steps of the largest weight / ``IMPACT_LEVELS``, and the impacts of terms in at least
+        ``IMPACT_COLUMN_MIN_DF_SHARE`` of the documents as columns (one byte per document, 0 where absent)."""
+        step = float(self.upper.max()) / IMPACT_LEVELS if len(self.upper) and self.upper.max() > 0 else 1.0
+        inputs = (self.indptr, self.doc_ids, self.tfs, self.idf, self.length_norm, self.lengths, self.k1 + 1.0)
+        self._impacts = impacts_of(*inputs, step)
+        df = np.diff(self.indptr)
+        frequent = np.flatnonzero(df >= max(1.0, IMPACT_COLUMN_MIN_DF_SHARE * self.n_docs))
+        self._impact_slot = np.full(len(self.idf), -1, dtype=np.int64)
+        self._impact_slot[frequent] = np.arange(len(frequent))
+        self._impact_columns = np.zeros((len(frequent), self.n_docs), dtype=np.uint8)
+        for slot, term in enumerate(frequent):
+            span = slice(self.indptr[term], self.indptr[term + 1])
+            self._impact_columns[slot, self.doc_ids[span]] = self._impacts[span]
 
     def scores(self, query_tokens: Iterable[str]) -> np.ndarray:
         """BM25 score of every document for one query, in the corpus's (original) order (float64)."""
@@ -903,28 +1043,30 @@ class SparseBM25:
         docs = np.zeros((len(queries_tokens), width), dtype=np.int64)
         scores = np.zeros((len(queries_tokens), width), dtype=np.float64)
         if width and len(queries_tokens):
-            index, prune_min = self._kernel_input(), self.prune_min_postings
+            index, impact_min = self._kernel_input(), self.impact_min_postings_below
             forced = -1 if self.traversal == "auto" else TRAVERSALS.index(self.traversal)
             q_indptr, q_rows = self._query_arrays(queries_tokens)
             chosen = np.empty(len(queries_tokens), dtype=np.int8)
             n_chunks = min(len(queries_tokens), numba.get_num_threads())
             if n_chunks > 1:
-                _search_parallel(index, forced, prune_min, q_indptr, q_rows, n_chunks, docs, scores, chosen)
+                _search_parallel(index, forced, impact_min, q_indptr, q_rows, n_chunks, docs, scores, chosen)
             else:
-                acc, touched = self._scratch()
-                n = len(queries_tokens)
-                _search_queries(index, forced, prune_min, q_indptr, q_rows, 0, n, acc, touched, docs, scores, chosen)
+                acc, touched, sums = self._scratch()
+                n, out = len(queries_tokens), (docs, scores, chosen)
+                _search_queries(index, forced, impact_min, q_indptr, q_rows, 0, n, acc, touched, sums, *out)
             for code, count in zip(*np.unique(chosen, return_counts=True), strict=True):
                 self.traversals[TRAVERSALS[code]] += int(count)
         return docs, scores
 
-    def _scratch(self) -> tuple[np.ndarray, np.ndarray]:
-        """This thread's zeroed accumulator and touched-list, kept between queries (the kernel re-zeroes)."""
+    def _scratch(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """This thread's zeroed accumulators (float64 scores, uint16 impact sums padded to whole
+        ``IMPACT_CHUNK``s) and touched-list, kept between queries (the kernels re-zero them)."""
         workspace = self._workspace
         if getattr(workspace, "acc", None) is None or len(workspace.acc) != self.n_docs:
             workspace.acc = np.zeros(self.n_docs)
             workspace.touched = np.empty(self.n_docs, dtype=np.int32)
-        return workspace.acc, workspace.touched
+            workspace.sums = np.zeros(-(-self.n_docs // IMPACT_CHUNK) * IMPACT_CHUNK, dtype=np.uint16)
+        return workspace.acc, workspace.touched, workspace.sums
 
     def save(self, directory: str | Path) -> None:
         """Write the index to ``directory``: arrays as ``.npy``, parameters and vocabulary as JSON."""

@@ -1,7 +1,8 @@
 """SparseBM25 must give BM25Index's numbers: scores to 1e-9 and identical top-k (ties by lower doc index).
 
 Every check runs on each of the engine's three paths: materialised weights scored exhaustively (small
-indexes, the default here), weights computed per posting and scored exhaustively, and pruned top-k.
+indexes, the default here), weights computed per posting and scored exhaustively, and pruned top-k (by the
+default rule: quantised impacts).
 """
 
 from __future__ import annotations
@@ -26,17 +27,21 @@ BUNDLED = [
     "xquad/ar",
 ]
 MAX_QUERIES = 100
-PATHS = {  # path -> (materialise_max_postings, prune_min_postings)
-    "materialised": (SparseBM25.materialise_max_postings, SparseBM25.prune_min_postings),
-    "computed": (0, 1 << 62),
-    "pruned": (0, 0),
+PATHS = {  # path -> (materialise_max_postings, impact_min_postings, impact_min_postings_share)
+    "materialised": (
+        SparseBM25.materialise_max_postings,
+        SparseBM25.impact_min_postings,
+        SparseBM25.impact_min_postings_share,
+    ),
+    "computed": (0, 1 << 62, 1.0),
+    "pruned": (0, 0, 0.0),
 }
 
 
 def fitted(corpus: list[list[str]], path: str, k1: float = 1.5, b: float = 0.75) -> SparseBM25:
     """A SparseBM25 of ``corpus`` that answers through ``path``."""
     index = SparseBM25(k1=k1, b=b)
-    index.materialise_max_postings, index.prune_min_postings = PATHS[path]
+    index.materialise_max_postings, index.impact_min_postings, index.impact_min_postings_share = PATHS[path]
     return index.fit(corpus)
 
 
@@ -80,15 +85,18 @@ def test_scores_and_top_k_equal_reference_on_bundled_dataset(bundled, path: str)
             np.testing.assert_allclose(scores[row], [score for _, score in expected[:k]], rtol=0, atol=1e-9)
 
 
-@pytest.mark.parametrize("traversal", ["taat", "daat"])
+@pytest.mark.parametrize("traversal", ["taat", "daat", "impact"])
 def test_each_forced_traversal_equals_reference_on_bundled_dataset(bundled, traversal: str) -> None:
-    """Real text: every query answered by the forced traversal (counted), the reference's top k and scores."""
+    """Real text: every query answered by the forced traversal (counted; the impact traversal hands a query its
+    sums cannot prune to the exhaustive one, counted so), the reference's top k and scores."""
     corpus, ref, queries = bundled
     fast = SparseBM25(traversal=traversal)
-    fast.materialise_max_postings, fast.prune_min_postings = PATHS["pruned"]
+    fast.materialise_max_postings, fast.impact_min_postings, fast.impact_min_postings_share = PATHS["pruned"]
     fast.fit(corpus)
     assert_same_top_k(fast, ref, queries, 10)
-    assert fast.traversals[traversal] == len(queries)
+    fallback = fast.traversals["exhaustive"] if traversal == "impact" else 0
+    assert fast.traversals[traversal] + fallback == len(queries)
+    assert fast.traversals[traversal] > len(queries) // 2
 
 
 # Documents 0/2 and 3/5 are duplicates (exact score ties); 1 and 4 never match "apple" or "pear".
@@ -163,9 +171,11 @@ def test_pruned_top_k_is_exact_on_a_zipfian_corpus() -> None:
     ref = BM25Index().fit(corpus)
     df = np.diff(fast.indptr)
     postings = [sum(df[fast.vocabulary[w]] for w in set(q) if w in fast.vocabulary) for q in queries]
-    pruned = [q for q, n in zip(queries, postings, strict=True) if n >= fast.prune_min_postings]
+    pruned = [q for q, n in zip(queries, postings, strict=True) if n >= fast.impact_min_postings_below]
     assert len(pruned) >= 30  # most queries take the pruned path
-    column_terms = {fast.vocabulary[w] for w in set().union(*pruned)} & set(fast.columns.tolist())
+    column_terms = {fast.vocabulary[w] for w in set().union(*pruned) if w in fast.vocabulary} & set(
+        fast.columns.tolist()
+    )
     assert len(column_terms) >= 5  # ... and look frequent terms up in their tf columns
     for k in (10, 100):
         assert_same_top_k(fast, ref, queries, k)

@@ -1,10 +1,12 @@
-"""Every SparseBM25 traversal (exhaustive, term at a time, document at a time) against the reference BM25Index.
+"""Every SparseBM25 traversal (exhaustive, term at a time, document at a time, impact) against the reference
+BM25Index.
 
 Hypothesis draws corpora with skewed vocabularies (a few words in most documents, as stopwords are), repeated
 words in documents and queries, empty documents and queries, and ``k`` above the number of matches; tiny
 posting blocks and document windows put block and window boundaries everywhere. Each traversal must return
 the reference's top-k with scores to 1e-12 relative, and all traversals the very same arrays (one summation
-order, one tie rule: higher score first, then lower document index).
+order, one tie rule: higher score first, then lower document index). The impact traversal answers a query
+exhaustively when its integer sums can exclude no document, and counts it so (``counted``).
 """
 
 from __future__ import annotations
@@ -19,9 +21,8 @@ from hypothesis import strategies as st
 from retrieval.core import BM25Index
 from retrieval.core.bm25_fast import (
     BLOCK_POSTINGS,
-    COMMON_DF_SHARE,
-    DAAT_MIN_COMMON_TERMS,
-    EXHAUSTIVE_MIN_TERMS,
+    IMPACT_LEVELS,
+    IMPACT_MAX_WORDS,
     TRAVERSALS,
     SparseBM25,
 )
@@ -40,6 +41,13 @@ def forced(corpus: list[list[str]], traversal: str, materialised: bool, block: i
     index.materialise_max_postings = 1 << 40 if materialised else 0
     index.block_postings, index.window_docs = block, window
     return index.fit(corpus)
+
+
+def counted(index: SparseBM25, traversal: str, n_queries: int) -> bool:
+    """Whether ``index`` counted its ``n_queries`` queries under ``traversal`` (the impact traversal: or under
+    exhaustive, for the queries its sums could not prune)."""
+    allowed = {traversal, "exhaustive"} if traversal == "impact" else {traversal}
+    return set(index.traversals) <= allowed and sum(index.traversals.values()) == n_queries
 
 
 def assert_reference_top_k(docs: np.ndarray, scores: np.ndarray, reference: BM25Index, query: list[str], k: int):
@@ -70,7 +78,7 @@ def test_every_traversal_returns_the_reference_top_k(corpus, batch, k, materiali
         index = forced(corpus, traversal, materialised, block, window)
         docs, scores = index.top_k_batch(batch, k)
         assert docs.shape == (len(batch), min(k, len(corpus)))
-        assert index.traversals == {traversal: len(batch)}
+        assert counted(index, traversal, len(batch))
         for row, query in enumerate(batch):
             assert_reference_top_k(docs[row], scores[row], reference, query, k)
         results[traversal] = docs, scores
@@ -89,7 +97,7 @@ def zipf_corpus(seed: int, n_docs: int) -> tuple[list[list[str]], list[list[str]
     return draw(n_docs, 5, 40), draw(60, 1, 12)
 
 
-@pytest.mark.parametrize("traversal", ["taat", "daat"])
+@pytest.mark.parametrize("traversal", ["taat", "daat", "impact"])
 def test_pruned_traversals_equal_the_exhaustive_one_on_a_zipfian_corpus(traversal: str) -> None:
     """Default blocks and windows, thousands of documents: pruning happens, the arrays stay identical."""
     corpus, asked = zipf_corpus(7, 6000)
@@ -101,6 +109,7 @@ def test_pruned_traversals_equal_the_exhaustive_one_on_a_zipfian_corpus(traversa
     for k in (1, 10, 100):
         expected, got = exhaustive.top_k_batch(asked, k), pruned.top_k_batch(asked, k)
         assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
+    assert pruned.traversals[traversal] > len(asked)  # it ran, not only its exhaustive fallback
     reference = BM25Index().fit(corpus)
     docs, scores = pruned.top_k_batch(asked, 10)
     for row, query in enumerate(asked):
@@ -122,38 +131,93 @@ def test_block_bounds_are_each_blocks_largest_reference_weight() -> None:
     assert index.nbytes >= index.block_upper.nbytes > 0
 
 
-def test_auto_chooses_by_index_size_and_query_postings_and_counts_each_choice() -> None:
+@pytest.mark.parametrize("materialised", [True, False])
+def test_auto_chooses_impacts_unless_a_query_has_few_postings_and_counts_each_choice(materialised: bool) -> None:
     corpus, asked = zipf_corpus(5, 4000)
-    asked += [[f"w{i}" for i in range(14)], [f"w{i}" for i in range(20)]]  # long queries
-    small = SparseBM25().fit(corpus)  # materialised: every query exhaustive
-    small.top_k_batch(asked, 10)
-    assert small.traversals == {"exhaustive": len(asked)}
-    large = SparseBM25()
-    large.materialise_max_postings, large.prune_min_postings = 0, 200
-    large.fit(corpus)
-    large.top_k_batch(asked, 10)
+    asked += [[f"w{i}" for i in range(14)], [f"w{i}" for i in range(20)], ["w1999"], []]  # long, rare, empty
+    index = SparseBM25()
+    index.materialise_max_postings = 1 << 40 if materialised else 0
+    index.fit(corpus)
+    exhaustive = SparseBM25(traversal="exhaustive").fit(corpus)
+    got, expected = index.top_k_batch(asked, 10), exhaustive.top_k_batch(asked, 10)
+    assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
     df = Counter(word for doc in corpus for word in set(doc))  # from the corpus, not the index
     postings = [sum(df[w] for w in set(q)) for q in asked]
-    distinct = [len({w for w in q if w in df}) for q in asked]
-    common = [sum(df[w] >= COMMON_DF_SHARE * len(corpus) for w in set(q)) for q in asked]
-    pruned = [c for c, p in zip(common, postings, strict=True) if p >= 200]
-    assert large.traversals == {
-        "exhaustive": len(asked) - len(pruned),
-        "daat": sum(c >= DAAT_MIN_COMMON_TERMS for c in pruned),
-        "taat": sum(c < DAAT_MIN_COMMON_TERMS for c in pruned),
-    }
-    assert 0 < large.traversals["daat"] < len(asked)
-    pruning = SparseBM25()  # materialised, every query with enough postings to prune
-    pruning.prune_min_postings = 0
-    pruning.fit(corpus).top_k_batch(asked, 10)
-    assert pruning.traversals == {
-        "exhaustive": sum(n >= EXHAUSTIVE_MIN_TERMS for n in distinct),
-        "taat": sum(n < EXHAUSTIVE_MIN_TERMS for n in distinct),
-    }
+    below = max(index.impact_min_postings, index.impact_min_postings_share * len(corpus))
+    assert index.impact_min_postings_below == below
+    enough = [q for q, p in zip(asked, postings, strict=True) if p >= below]
+    few = len(asked) - len(enough)
+    assert 0 < few < len(asked) // 2
+    # A query with enough postings goes by impacts, unless its sums could exclude no document: then it is
+    # answered and counted as exhaustive, as the forced impact traversal does with it.
+    forced_impact = SparseBM25(traversal="impact")
+    forced_impact.materialise_max_postings = index.materialise_max_postings
+    forced_impact.fit(corpus).top_k_batch(enough, 10)
+    fallback = forced_impact.traversals["exhaustive"]
+    assert fallback < len(enough) // 4
+    assert index.traversals == {"exhaustive": few + fallback, "impact": len(enough) - fallback}
+
+
+def test_impacts_are_the_reference_weights_rounded_to_the_step() -> None:
+    """Each posting's impact is its ``BM25Index`` weight over the step (largest weight / ``IMPACT_LEVELS``),
+    rounded to the nearest integer; terms in many documents hold the same impacts in a column."""
+    corpus, _ = zipf_corpus(11, 3000)
+    index, reference = SparseBM25().fit(corpus), BM25Index().fit(corpus)
+    step = max(w for postings in reference._postings.values() for _, w in postings) / IMPACT_LEVELS
+    internal = {doc: position for position, doc in enumerate(index.original_ids.tolist())}
+    columns = 0
+    for term, row in index.vocabulary.items():
+        start = index.indptr[row]
+        for offset, (doc, weight) in enumerate(sorted((internal[d], w) for d, w in reference._postings[term])):
+            assert abs(weight - index._impacts[start + offset] * step) <= step * (0.5 + 1e-9)
+            if index._impact_slot[row] >= 0:
+                assert index._impact_columns[index._impact_slot[row], doc] == index._impacts[start + offset]
+        columns += index._impact_slot[row] >= 0
+    assert 0 < columns == len(index._impact_columns) < len(index.vocabulary)
+    assert index.memory_nbytes >= index.nbytes + len(index.doc_ids) + index._impact_columns.size
+
+
+def near_ties(seed: int, n_docs: int) -> tuple[list[list[str]], list[list[str]]]:
+    """Six words in documents of 1-30 of them (many lengths), so many documents score within one impact step
+    of each other, plus one document of a word found nowhere else, whose large weight makes the step coarse;
+    and three queries of 1-8 of the six words (repeats likely). Drawn by numpy from ``seed``: typical random
+    corpora, where hypothesis's own draws shrink towards a few identical documents."""
+    rng = np.random.default_rng(seed)
+    words = VOCAB[:6]
+    corpus = [list(rng.choice(words, size=rng.integers(1, 31))) for _ in range(n_docs)]
+    return [*corpus, ["unique"]], [list(rng.choice(words, size=rng.integers(1, 9))) for _ in range(3)]
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_docs=st.integers(20, 150), k=st.integers(1, 8), materialised=st.booleans())
+def test_the_impact_traversal_returns_the_reference_top_k_among_near_ties(seed, n_docs, k, materialised):
+    """Small ``k`` over many near-tied documents, repeated query words: the integer sums' candidates must hold
+    every document that reaches the top k (on these corpora about one batch in five needs the margin of the
+    query's word count: without it, 57 of 300 batches differ), and ties go to the lower corpus position."""
+    corpus, batch = near_ties(seed, n_docs)
+    reference = BM25Index().fit(corpus)
+    index = forced(corpus, "impact", materialised, 4, 8)
+    exhaustive = forced(corpus, "exhaustive", materialised, 4, 8)
+    docs, scores = index.top_k_batch(batch, k)
+    assert counted(index, "impact", len(batch))
+    for row, query in enumerate(batch):
+        assert_reference_top_k(docs[row], scores[row], reference, query, k)
+    expected = exhaustive.top_k_batch(batch, k)
+    assert np.array_equal(docs, expected[0]) and np.array_equal(scores, expected[1])
+
+
+def test_a_query_too_long_for_the_impact_sums_is_answered_exhaustively_and_counted_so() -> None:
+    corpus, _ = zipf_corpus(13, 500)
+    index = SparseBM25(traversal="impact").fit(corpus)
+    exhaustive = SparseBM25(traversal="exhaustive").fit(corpus)
+    asked = [["w0"] * (IMPACT_MAX_WORDS + 1), ["w0"] * IMPACT_MAX_WORDS]
+    got, expected = index.top_k_batch(asked, 5), exhaustive.top_k_batch(asked, 5)
+    assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
+    assert index.traversals == {"exhaustive": 1, "impact": 1}
 
 
 def test_an_unknown_traversal_is_refused() -> None:
-    with pytest.raises(ValueError, match="traversal must be 'auto' or one of exhaustive, taat, daat; got 'wand'"):
+    with pytest.raises(ValueError, match="one of exhaustive, taat, daat, impact; got 'wand'"):
         SparseBM25(traversal="wand")
 
 
@@ -181,7 +245,7 @@ def test_ties_across_lengths_go_to_the_lower_original_index(corpus, words, k, pa
     for traversal in TRAVERSALS:
         index = SparseBM25(k1=k1, b=b, traversal=traversal)
         index.materialise_max_postings = 1 << 40 if materialised else 0
-        index.prune_min_postings, index.block_postings, index.window_docs = 0, block, window
+        index.block_postings, index.window_docs = block, window
         index.fit(corpus)
         docs, scores = index.top_k_batch([[word] for word in words], k)
         for row, word in enumerate(words):
@@ -196,7 +260,7 @@ def test_a_long_document_first_in_the_corpus_wins_a_tie_against_a_short_one(trav
     """b = 0: "a" scores the same in both documents; document 0 (four tokens) is numbered after document 1
     (one token) inside the index, and must still come first."""
     index = SparseBM25(b=0.0, traversal=traversal)
-    index.materialise_max_postings, index.prune_min_postings = (1 << 40 if materialised else 0), 0
+    index.materialise_max_postings = 1 << 40 if materialised else 0
     index.fit([["a", "x", "x", "x"], ["a"], ["x"]])
     assert index.original_ids.tolist() == [1, 2, 0]
     docs, scores = index.top_k_batch([["a"]], 3)
