@@ -22,8 +22,8 @@ rounded to one of 256 steps, then an exact rescoring of the documents whose sum 
 impacts are derived in memory at fit and load, one byte per posting, not saved), the sums made for all
 documents at once (``impact``) or block by block, highest block bound first, blocks that cannot hold a
 candidate never read (``impact_blocks``). All five sum a query's terms in the same order and break ties the
-same way, so they return the same arrays. Auto: impacts (by blocks on a large index), except for queries with
-few postings (exhaustive).
+same way, so they return the same arrays. Auto: impacts (all documents at once), except for queries with few
+postings (exhaustive).
 
 Term at a time, a query is scored highest upper bound (``count * largest weight``) first. Once at least
 ``k`` documents have a partial score and the upper bounds of the terms left sum to less than the k-th
@@ -89,10 +89,9 @@ IMPACT_LEVELS = 255
 IMPACT_COLUMN_MIN_DF_SHARE = 1 / 16
 IMPACT_MAX_WORDS = np.iinfo(np.uint16).max // IMPACT_LEVELS
 IMPACT_CHUNK = 256
-# Indexes of at least IMPACT_BLOCKS_MIN_DOCS documents make the impact sums IMPACT_BLOCK_DOCS documents at a time
-# (``impact_blocks``, ``_impact_block_candidates``): 32 KB of uint16 sums, in a core's cache.
+# ``impact_blocks`` (``_impact_block_candidates``) makes the impact sums IMPACT_BLOCK_DOCS documents at a time:
+# 32 KB of uint16 sums, in a core's cache.
 IMPACT_BLOCK_DOCS = 1 << 14
-IMPACT_BLOCKS_MIN_DOCS = 1 << 22
 
 
 # The building blocks every traversal shares: the weight, the top-k heap, the list searches. All numba code
@@ -814,7 +813,7 @@ def _postings_of(indptr, terms):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True)
-def _choose(forced, postings, impact_min, large):  # type: ignore[no-untyped-def]
+def _choose(forced, postings, impact_min):  # type: ignore[no-untyped-def]
     """The traversal of one query (``TRAVERSALS`` index): ``forced`` unless it is -1 ("auto").
 
     Measured on both benchmark corpora at 10k, 100k, 200k and 1M passages (each traversal forced on every
@@ -824,28 +823,28 @@ def _choose(forced, postings, impact_min, large):  # type: ignore[no-untyped-def
     documents if more), where its fixed costs (scanning the whole integer accumulator) exceed walking the
     lists: those are scored exhaustively. Term and
     document at a time never win any more; they stay, forced only, as the exact references of the pruning
-    arguments they embody. On an index of at least ``IMPACT_BLOCKS_MIN_DOCS`` documents (``large``), whose
-    sums no longer fit in cache, the impact sums are made block by block (``impact_blocks``; round 4).
+    arguments they embody. Impacts by blocks (``impact_blocks``, round 4) run only when forced too: at 10M
+    real passages they were faster on queries with few frequent words and slower in the tail (p95 13.5 vs
+    12.5 ms; benchmarks/results.md, issue 35 round 4).
     """
     if forced >= 0:
         return forced
     if postings < impact_min:
         return EXHAUSTIVE
-    return IMPACT_BLOCKS if large else IMPACT
+    return IMPACT
 
 
 @numba.njit(cache=True)
 def _search_queries(  # type: ignore[no-untyped-def]
-    index, forced, impact_min, large, q_indptr, q_rows, first, last, acc, touched, sums, out_docs, out_scores,
-    out_traversals,
-):  # fmt: skip
+    index, forced, impact_min, q_indptr, q_rows, first, last, acc, touched, sums, out_docs, out_scores, out_traversals
+):
     """Queries ``first`` to ``last - 1`` of a batch, one after another on one workspace; each query's
     traversal (``TRAVERSALS`` index) goes to ``out_traversals`` (exhaustive for an impact query whose sums
     could exclude no document, ``search_impact``)."""
     k = out_docs.shape[1]
     for query in range(first, last):
         terms, counts = _distinct(q_rows[q_indptr[query] : q_indptr[query + 1]])
-        traversal = _choose(forced, _postings_of(index[0], terms), impact_min, large)
+        traversal = _choose(forced, _postings_of(index[0], terms), impact_min)
         by_impacts = traversal in (IMPACT, IMPACT_BLOCKS)
         if by_impacts and not search_impact(
             index, terms, counts, k, traversal == IMPACT_BLOCKS, sums, touched, out_docs[query], out_scores[query]
@@ -861,7 +860,7 @@ def _search_queries(  # type: ignore[no-untyped-def]
 
 @numba.njit(cache=True, parallel=True)
 def _search_parallel(  # type: ignore[no-untyped-def]
-    index, forced, impact_min, large, q_indptr, q_rows, n_chunks, out_docs, out_scores, out_traversals
+    index, forced, impact_min, q_indptr, q_rows, n_chunks, out_docs, out_scores, out_traversals
 ):
     """The batch split into ``n_chunks`` runs of queries, one workspace each, in parallel."""
     n_queries, n_docs = out_docs.shape[0], len(index[5])  # index[5]: lengths, one per document
@@ -870,8 +869,8 @@ def _search_parallel(  # type: ignore[no-untyped-def]
         acc, touched = np.zeros(n_docs), np.empty(n_docs, dtype=np.int32)
         sums = np.zeros(-(-n_docs // IMPACT_CHUNK) * IMPACT_CHUNK, dtype=np.uint16)
         _search_queries(
-            index, forced, impact_min, large, q_indptr, q_rows, first, last, acc, touched, sums, out_docs,
-            out_scores, out_traversals,
+            index, forced, impact_min, q_indptr, q_rows, first, last, acc, touched, sums, out_docs, out_scores,
+            out_traversals,
         )  # fmt: skip
 
 
@@ -993,7 +992,6 @@ class SparseBM25:
     impact_min_postings_share: float = IMPACT_MIN_POSTINGS_SHARE
     block_postings: int = BLOCK_POSTINGS  # read by fit (and saved); tests make blocks tiny
     window_docs: int = WINDOW_DOCS
-    impact_blocks_min_docs: int = IMPACT_BLOCKS_MIN_DOCS
     impact_block_docs: int = IMPACT_BLOCK_DOCS  # read when impacts are derived (fit, load)
 
     def __init__(self, k1: float = DEFAULT_K1, b: float = DEFAULT_B, traversal: str = "auto"):
@@ -1204,17 +1202,16 @@ class SparseBM25:
         scores = np.zeros((len(queries_tokens), width), dtype=np.float64)
         if width and len(queries_tokens):
             index, impact_min = self._kernel_input(), self.impact_min_postings_below
-            large = self.n_docs >= self.impact_blocks_min_docs
             forced = -1 if self.traversal == "auto" else TRAVERSALS.index(self.traversal)
             q_indptr, q_rows = self._query_arrays(queries_tokens)
             chosen = np.empty(len(queries_tokens), dtype=np.int8)
             n_chunks = min(len(queries_tokens), numba.get_num_threads())
             if n_chunks > 1:
-                _search_parallel(index, forced, impact_min, large, q_indptr, q_rows, n_chunks, docs, scores, chosen)
+                _search_parallel(index, forced, impact_min, q_indptr, q_rows, n_chunks, docs, scores, chosen)
             else:
                 acc, touched, sums = self._scratch()
                 n, out = len(queries_tokens), (docs, scores, chosen)
-                _search_queries(index, forced, impact_min, large, q_indptr, q_rows, 0, n, acc, touched, sums, *out)
+                _search_queries(index, forced, impact_min, q_indptr, q_rows, 0, n, acc, touched, sums, *out)
             for code, count in zip(*np.unique(chosen, return_counts=True), strict=True):
                 self.traversals[TRAVERSALS[code]] += int(count)
         return docs, scores
