@@ -5,9 +5,11 @@ For each corpus (``bm25_corpora``) and size, one index (default settings, so mat
 "auto", one query per call, best of ``--repeat`` calls, after checking that all of them return the exhaustive
 traversal's arrays. Printed: p50 / p95 / p99 ms per traversal, the per-query best of them (what a perfect rule
 would get), and by the number of the query's common terms (each in at least ``COMMON_DF_SHARE`` of the
-documents) the median and p90 of each pruning traversal (term at a time, document at a time, impact).
+documents) the median and p90 of each pruning traversal (term at a time, document at a time, impact, impact by
+blocks). ``--traversals`` times only some (the exhaustive arrays are still the reference).
 
     python benchmarks/bench_bm25_traversals.py --passages 200000 1000000
+    python benchmarks/bench_bm25_traversals.py --passages 10000000 --corpus real --traversals impact impact_blocks
 """
 
 from __future__ import annotations
@@ -35,16 +37,16 @@ def common_terms(index: SparseBM25, query: list[str]) -> int:
     return sum(int(df[row]) >= COMMON_DF_SHARE * index.n_docs for row in rows)
 
 
-def timed(index: SparseBM25, asked: list[list[str]], repeat: int) -> dict[str, np.ndarray]:
-    """Each query's best-of-``repeat`` ms through each traversal and "auto", once all agree with exhaustive."""
-    expected = None
+def timed(index: SparseBM25, asked: list[list[str]], repeat: int, traversals: list[str]) -> dict[str, np.ndarray]:
+    """Each query's best-of-``repeat`` ms through each of ``traversals`` and "auto", once each agrees with
+    exhaustive."""
+    index.traversal = "exhaustive"
+    expected = index.top_k_batch(asked, K)
     times = {}
-    for traversal in (*TRAVERSALS, "auto"):
+    for traversal in (*traversals, "auto"):
         index.traversal = traversal
         got = index.top_k_batch(asked, K)
-        if expected is None:
-            expected = got
-        elif not (np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])):
+        if not (np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])):
             raise SystemExit(f"traversal {traversal} and exhaustive return different top-{K}")
         search = lambda q: index.top_k_batch([q], K)  # noqa: E731
         for query in asked[:3]:
@@ -53,24 +55,25 @@ def timed(index: SparseBM25, asked: list[list[str]], repeat: int) -> dict[str, n
     return times
 
 
-def report(corpus: str, n: int, repeat: int) -> None:
+def report(corpus: str, n: int, repeat: int, traversals: list[str]) -> None:
     index = SparseBM25().fit(passages(corpus, n, SEED))
     asked = [query for query in queries(corpus, N_QUERIES, SEED + 1) if query]
-    times = timed(index, asked, repeat)
-    times["best of them"] = np.min([times[t] for t in TRAVERSALS], axis=0)
+    times = timed(index, asked, repeat, traversals)
+    times["best of them"] = np.min([times[t] for t in traversals], axis=0)
     kind = "materialised" if index._materialised else "large"
     for name, ms in times.items():
         figures = " / ".join(f"{np.percentile(ms, p):.3f}" for p in PERCENTILES)
         print(f"| {corpus} | {n:,} ({kind}) | {name} | {figures} |", flush=True)
     common = np.array([common_terms(index, query) for query in asked])
+    pruning = [traversal for traversal in traversals if traversal != "exhaustive"]
     for low, high in BUCKETS:
         chosen = (common >= low) & (common < high)
-        if chosen.any():
-            medians = " / ".join(f"{np.median(times[t][chosen]):.3f}" for t in TRAVERSALS[1:])
-            p90s = " / ".join(f"{np.percentile(times[t][chosen], 90):.3f}" for t in TRAVERSALS[1:])
+        if chosen.any() and pruning:
+            medians = " / ".join(f"{np.median(times[t][chosen]):.3f}" for t in pruning)
+            p90s = " / ".join(f"{np.percentile(times[t][chosen], 90):.3f}" for t in pruning)
             print(
                 f"|   | common terms {low}-{min(high - 1, 99)}: {int(chosen.sum())} queries | "
-                f"{' / '.join(TRAVERSALS[1:])} median {medians} | p90 {p90s} |"
+                f"{' / '.join(pruning)} median {medians} | p90 {p90s} |"
             )
 
 
@@ -79,6 +82,7 @@ def main() -> None:
     parser.add_argument("--passages", type=int, nargs="+", default=[200_000])
     parser.add_argument("--corpus", choices=CORPORA, nargs="+", default=list(CORPORA))
     parser.add_argument("--repeat", type=int, default=3, help="calls per query; its fastest is kept")
+    parser.add_argument("--traversals", choices=TRAVERSALS, nargs="+", default=list(TRAVERSALS))
     args = parser.parse_args()
     print(machine_line())
     print(f"one query per call, top-{K}, best of {args.repeat} calls per query")
@@ -86,7 +90,7 @@ def main() -> None:
     print("|---|---|---|---|")
     for n in args.passages:
         for corpus in args.corpus:
-            report(corpus, n, args.repeat)
+            report(corpus, n, args.repeat, args.traversals)
 
 
 if __name__ == "__main__":

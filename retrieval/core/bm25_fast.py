@@ -14,14 +14,16 @@ weight matrix takes 12. A weight is computed when it is read, with the float64 o
 to the reference's. On a large index, terms in at least an eighth of the documents also keep a column of
 their tfs (one per document), for lookups.
 
-A query is answered by one of four traversals (``TRAVERSALS``; ``_choose`` picks per query, the
+A query is answered by one of five traversals (``TRAVERSALS``; ``_choose`` picks per query, the
 ``traversal`` option forces one): exhaustive (every posting of its terms), term at a time (below),
 document at a time (block-max MaxScore, ``search_daat``; each block of 128 postings keeps its largest
 weight, ``block_upper``) or by quantised impacts (``search_impact``: an integer sum of each posting's weight
 rounded to one of 256 steps, then an exact rescoring of the documents whose sum can reach the top k; its
-impacts are derived in memory at fit and load, one byte per posting, not saved). All four sum a query's terms
-in the same order and break ties the same way, so they return the same arrays. Auto: impacts, except for
-queries with few postings (exhaustive).
+impacts are derived in memory at fit and load, one byte per posting, not saved), the sums made for all
+documents at once (``impact``) or block by block, highest block bound first, blocks that cannot hold a
+candidate never read (``impact_blocks``). All five sum a query's terms in the same order and break ties the
+same way, so they return the same arrays. Auto: impacts (all documents at once), except for queries with few
+postings (exhaustive).
 
 Term at a time, a query is scored highest upper bound (``count * largest weight``) first. Once at least
 ``k`` documents have a partial score and the upper bounds of the terms left sum to less than the k-th
@@ -34,9 +36,9 @@ repeated ``c`` times adds ``c`` times its weight (issue 18.1: the seed's "Q = nu
 terms" is a complexity remark). Summing in bound order rather than query order moves a score by at most a
 few ulps (tests: 1e-9 and identical rankings, ties by lower doc index, on the six bundled datasets).
 
-``fit`` streams the corpus in chunks (never more than one chunk's tokens, plus the finished postings, in
-memory); ``save`` writes ``.npy`` arrays that ``SparseBM25.load(dir, mmap=True)`` serves from the page
-cache.
+``fit`` streams the corpus in chunks (never more than one chunk's tokens, plus the finished chunks' postings at
+five bytes each, in memory: at most twice the final lists while they are placed); ``save`` writes ``.npy``
+arrays that ``SparseBM25.load(dir, mmap=True)`` serves from the page cache.
 """
 
 from __future__ import annotations
@@ -62,8 +64,8 @@ ARRAYS = (
     "original_ids",
 )  # fmt: skip
 # How a query's lists are walked (``SparseBM25.traversal``; "auto" chooses per query, ``_choose``).
-TRAVERSALS = ("exhaustive", "taat", "daat", "impact")
-EXHAUSTIVE, TAAT, DAAT, IMPACT = range(len(TRAVERSALS))
+TRAVERSALS = ("exhaustive", "taat", "daat", "impact", "impact_blocks")
+EXHAUSTIVE, TAAT, DAAT, IMPACT, IMPACT_BLOCKS = range(len(TRAVERSALS))
 CHUNK_TOKENS = 1 << 22  # tokens per indexing chunk (16 MB of int32 ids)
 # Score the best k in full before walking a list longer than this many times the lookups that takes.
 LOOKAHEAD = 16
@@ -87,6 +89,9 @@ IMPACT_LEVELS = 255
 IMPACT_COLUMN_MIN_DF_SHARE = 1 / 16
 IMPACT_MAX_WORDS = np.iinfo(np.uint16).max // IMPACT_LEVELS
 IMPACT_CHUNK = 256
+# ``impact_blocks`` (``_impact_block_candidates``) makes the impact sums IMPACT_BLOCK_DOCS documents at a time:
+# 32 KB of uint16 sums, in a core's cache.
+IMPACT_BLOCK_DOCS = 1 << 14
 
 
 # The building blocks every traversal shares: the weight, the top-k heap, the list searches. All numba code
@@ -502,11 +507,138 @@ def _impact_candidates(index, terms, counts, k, sums, candidates):  # type: igno
     return n_candidates
 
 
+# On a large index the impact sums of every document (20 MB at 10M documents) leave the cache, and each term
+# with an impact column streams them once more. ``impact_blocks`` computes the same candidates block by block:
+# the documents are cut into blocks of ``impact_block_docs``, each block's bound is the query's largest
+# possible sum in it (``count`` times each term's largest impact there: kept per block for the terms with an
+# impact column, ``_impact_block_max``, found in one pass over the postings for the others), and the blocks are
+# summed highest bound first in a cache-sized part of ``sums``. The k largest sums seen so far (a min-heap of
+# integers) give a lower bound ``L`` of the k-th largest sum ``S``; once a block's bound is below ``L - W - 1``
+# no document in it or in any later block (lower bounds) can be a candidate or among the k largest sums, so the
+# rest are never read. The candidates kept (sum >= ``L - W - 1`` when seen, a superset) are filtered at the end
+# with the final ``S``: the very set the unblocked pass 1 returns, so the rescoring and the arrays are the same.
+
+
+@numba.njit(cache=True, inline="always")
+def _replace_smallest(heap, value):  # type: ignore[no-untyped-def]
+    """Put ``value`` in place of the root of a min-heap of integers, and restore the heap."""
+    heap[0], pos, size = value, 0, len(heap)
+    while True:
+        child = 2 * pos + 1
+        if child >= size:
+            return
+        if child + 1 < size and heap[child + 1] < heap[child]:
+            child += 1
+        if heap[child] >= heap[pos]:
+            return
+        heap[pos], heap[child] = heap[child], heap[pos]
+        pos = child
+
+
 @numba.njit(cache=True)
-def search_impact(index, terms, counts, k, sums, candidates, out_docs, out_scores):  # type: ignore[no-untyped-def]
+def _impact_block_bounds(index, terms, counts, n_blocks, block):  # type: ignore[no-untyped-def]
+    """Each block's bound (the largest integer sum a document of it can have for the query) and, for each term
+    without an impact column, where its postings of each block start (``starts[i, b]``; ``starts[i, n_blocks]``
+    is its end)."""
+    indptr, doc_ids = index[0], index[1]
+    impacts, impact_slot, block_max = index[18], index[19], index[21]
+    bounds = np.zeros(n_blocks, np.int64)
+    starts = np.empty((len(terms), n_blocks + 1), np.int64)
+    for i in range(len(terms)):
+        term, count = terms[i], int(counts[i])
+        if impact_slot[term] >= 0:
+            tops = block_max[impact_slot[term]]
+            for b in range(n_blocks):
+                bounds[b] += count * int(tops[b])
+            continue
+        posting, end = indptr[term], indptr[term + 1]
+        for b in range(n_blocks):
+            starts[i, b] = posting
+            limit, top = (b + 1) * block, 0
+            while posting < end and doc_ids[posting] < limit:
+                top = max(top, int(impacts[posting]))
+                posting += 1
+            bounds[b] += count * top
+        starts[i, n_blocks] = end
+    return bounds, starts
+
+
+@numba.njit(cache=True)
+def _impact_block_candidates(index, terms, counts, k, sums, candidates):  # type: ignore[no-untyped-def]
+    """Pass 1 of ``search_impact`` on a large index, block by block (``impact_blocks``): the same candidates as
+    ``_impact_candidates``, ascending, into ``candidates`` (their number; -1 if none can be excluded). ``sums``
+    (uint16, a multiple of ``IMPACT_CHUNK`` long) is zero on entry and left zero."""
+    doc_ids, impacts, impact_slot, impact_columns, block = index[1], index[18], index[19], index[20], index[22]
+    n_docs, words = len(index[5]), int(counts.sum())
+    n_blocks = (n_docs + block - 1) // block
+    bounds, starts = _impact_block_bounds(index, terms, counts, n_blocks, block)
+    heap = np.zeros(k, np.int64)  # the k largest sums seen (zeros until k are positive: k <= n_docs)
+    kept, n_kept = np.empty(1024, np.int64), 0  # candidates so far, each (doc << 16) | sum
+    chunk_max = np.empty((min(block, n_docs) + IMPACT_CHUNK - 1) // IMPACT_CHUNK, sums.dtype)
+    for b in np.argsort(-bounds, kind="mergesort"):
+        cutoff = max(1, heap[0] - words - 1)
+        if bounds[b] < cutoff:
+            break  # every later block's bound is at most this one's
+        first = b * block
+        size = min(block, n_docs - first)
+        n_chunks = (size + IMPACT_CHUNK - 1) // IMPACT_CHUNK
+        local = sums[: n_chunks * IMPACT_CHUNK]  # past ``size``: never written, so zero
+        for i in range(len(terms)):
+            count, term = np.uint16(counts[i]), terms[i]
+            if impact_slot[term] >= 0:
+                column = impact_columns[impact_slot[term]][first : first + size]
+                for doc in range(size):  # a vectorised add: 0 where the term is absent
+                    local[doc] += count * column[doc]
+            else:
+                for posting in range(starts[i, b], starts[i, b + 1]):
+                    local[doc_ids[posting] - first] += count * impacts[posting]
+        for chunk in range(n_chunks):  # a fixed trip count, so the loop is vectorised
+            offset, top = chunk * IMPACT_CHUNK, local[chunk * IMPACT_CHUNK]
+            for doc in range(IMPACT_CHUNK):
+                top = max(top, local[offset + doc])
+            chunk_max[chunk] = top
+        if heap[0] == 0 and n_chunks >= k:  # k distinct documents reach the k-th largest chunk maximum
+            cutoff = max(cutoff, int(np.partition(chunk_max[:n_chunks], n_chunks - k)[n_chunks - k]) - words - 1)
+        for chunk in range(n_chunks):
+            offset = chunk * IMPACT_CHUNK
+            if chunk_max[chunk] >= cutoff:  # a sum below cutoff is no candidate, nor among the k largest
+                for doc in range(offset, offset + IMPACT_CHUNK):
+                    value = int(local[doc])
+                    if value >= cutoff:
+                        if n_kept == len(kept):  # drop what the heap has since excluded; grow if still full
+                            floor, n_kept, old = max(1, heap[0] - words - 1), 0, kept
+                            for j in range(len(old)):
+                                if old[j] & 0xFFFF >= floor:
+                                    kept[n_kept] = old[j]
+                                    n_kept += 1
+                            if 2 * n_kept > len(kept):
+                                kept = np.concatenate((kept, np.empty(len(kept), np.int64)))
+                        kept[n_kept] = ((first + doc) << 16) | value
+                        n_kept += 1
+                        if value > heap[0]:
+                            _replace_smallest(heap, value)
+            for doc in range(IMPACT_CHUNK):
+                local[offset + doc] = 0
+    threshold = heap[0] - words - 1
+    if threshold < 1:
+        return -1
+    n_candidates = 0
+    for j in range(n_kept):
+        if kept[j] & 0xFFFF >= threshold:
+            kept[n_candidates] = kept[j]
+            n_candidates += 1
+    kept = np.sort(kept[:n_candidates])  # by document: the sum is in the low bits
+    for j in range(n_candidates):
+        candidates[j] = kept[j] >> 16
+    return n_candidates
+
+
+@numba.njit(cache=True)
+def search_impact(index, terms, counts, k, blocked, sums, candidates, out_docs, out_scores):  # type: ignore[no-untyped-def]
     """Exact top ``k`` of one query into ``out_docs``/``out_scores`` (best first) by quantised impacts and
-    exact rescoring; False (outputs untouched) if the integer sums cannot exclude any document, or the query
-    has more than ``IMPACT_MAX_WORDS`` words.
+    exact rescoring, the sums made for the whole index at once or, if ``blocked``, block by block
+    (``impact_blocks``); False (outputs untouched) if the integer sums cannot exclude any document, or the
+    query has more than ``IMPACT_MAX_WORDS`` words.
 
     ``index`` is ``SparseBM25._kernel_input()``; ``sums`` (uint16) is zero on entry and left zero;
     ``candidates`` (int32) has one slot per document.
@@ -515,7 +647,10 @@ def search_impact(index, terms, counts, k, sums, candidates, out_docs, out_score
     original = index[17]
     if counts.sum() > IMPACT_MAX_WORDS:
         return False
-    n_candidates = _impact_candidates(index, terms, counts, k, sums, candidates)
+    if blocked:
+        n_candidates = _impact_block_candidates(index, terms, counts, k, sums, candidates)
+    else:
+        n_candidates = _impact_candidates(index, terms, counts, k, sums, candidates)
     if n_candidates < 0:
         return False
     scores = np.zeros(n_candidates)
@@ -688,7 +823,9 @@ def _choose(forced, postings, impact_min):  # type: ignore[no-untyped-def]
     documents if more), where its fixed costs (scanning the whole integer accumulator) exceed walking the
     lists: those are scored exhaustively. Term and
     document at a time never win any more; they stay, forced only, as the exact references of the pruning
-    arguments they embody.
+    arguments they embody. Impacts by blocks (``impact_blocks``, round 4) run only when forced too: at 10M
+    real passages they were faster on queries with few frequent words and slower in the tail (p95 13.5 vs
+    12.5 ms; benchmarks/results.md, issue 35 round 4).
     """
     if forced >= 0:
         return forced
@@ -708,14 +845,15 @@ def _search_queries(  # type: ignore[no-untyped-def]
     for query in range(first, last):
         terms, counts = _distinct(q_rows[q_indptr[query] : q_indptr[query + 1]])
         traversal = _choose(forced, _postings_of(index[0], terms), impact_min)
-        if traversal == IMPACT and not search_impact(
-            index, terms, counts, k, sums, touched, out_docs[query], out_scores[query]
+        by_impacts = traversal in (IMPACT, IMPACT_BLOCKS)
+        if by_impacts and not search_impact(
+            index, terms, counts, k, traversal == IMPACT_BLOCKS, sums, touched, out_docs[query], out_scores[query]
         ):
-            traversal = EXHAUSTIVE
+            traversal, by_impacts = EXHAUSTIVE, False
         out_traversals[query] = traversal
         if traversal == DAAT:
             search_daat(index, terms, counts, k, out_docs[query], out_scores[query])
-        elif traversal != IMPACT:
+        elif not by_impacts:
             prune = traversal == TAAT
             _search_taat(index, prune, terms, counts, k, acc, touched, out_docs[query], out_scores[query])
 
@@ -774,14 +912,18 @@ def _upper_bounds(indptr, doc_ids, tfs, idf, length_norm, lengths, k1_plus_1):  
 
 
 @numba.njit(cache=True)
-def _place(terms, docs, tfs, cursor, out_docs, out_tfs, internal):  # type: ignore[no-untyped-def]
-    """Append one chunk's postings (sorted by term) to their term's slots in the final arrays, each document
-    renumbered (``internal[original index]``)."""
-    for posting in range(len(terms)):
-        slot = cursor[terms[posting]]
-        out_docs[slot] = internal[docs[posting]]
-        out_tfs[slot] = tfs[posting]
-        cursor[terms[posting]] = slot + 1
+def _place(terms, per_term, docs, tfs, cursor, out_docs, out_tfs, internal):  # type: ignore[no-untyped-def]
+    """Append one chunk's postings (``per_term[i]`` rows of ``terms[i]``, in term order) to their term's slots in
+    the final arrays, each document renumbered (``internal[original index]``)."""
+    row = 0
+    for i in range(len(terms)):
+        slot = cursor[terms[i]]
+        for _ in range(per_term[i]):
+            out_docs[slot] = internal[docs[row]]
+            out_tfs[slot] = tfs[row]
+            slot += 1
+            row += 1
+        cursor[terms[i]] = slot
 
 
 @numba.njit(cache=True)
@@ -817,12 +959,20 @@ def _smallest_uint(largest: int) -> type[np.unsignedinteger]:
     raise ValueError(f"a document of at least {largest} tokens; at most {np.iinfo(np.uint32).max} supported")
 
 
-def _chunk_postings(term_ids: array, lengths: array, first_doc: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(terms, docs, tfs)`` of a chunk of documents, sorted by term then doc, one row per (term, doc)."""
+def _chunk_postings(
+    term_ids: array, lengths: array, first_doc: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The postings of a chunk of documents, sorted by term then doc: ``(terms, per_term, docs, tfs)``, its
+    distinct terms and how many postings each has, then each posting's document (int32) and tf (the smallest
+    unsigned type). Five bytes a posting, as in the final arrays: fit holds every chunk until the last one is
+    read, so at 10M passages a wider row (16 bytes) made most of the build's peak memory."""
     terms = np.frombuffer(term_ids, dtype=np.int32).astype(np.int64)
     docs = np.repeat(np.arange(first_doc, first_doc + len(lengths), dtype=np.int64), np.frombuffer(lengths, np.int64))
     keys, tfs = np.unique((terms << 32) | docs, return_counts=True)
-    return (keys >> 32).astype(np.int32), (keys & 0xFFFFFFFF).astype(np.int32), tfs
+    del terms, docs
+    distinct, per_term = np.unique(keys >> 32, return_counts=True)
+    tf_dtype = _smallest_uint(int(tfs.max()) if len(tfs) else 0)
+    return distinct.astype(np.int32), per_term, (keys & 0xFFFFFFFF).astype(np.int32), tfs.astype(tf_dtype)
 
 
 class SparseBM25:
@@ -842,6 +992,7 @@ class SparseBM25:
     impact_min_postings_share: float = IMPACT_MIN_POSTINGS_SHARE
     block_postings: int = BLOCK_POSTINGS  # read by fit (and saved); tests make blocks tiny
     window_docs: int = WINDOW_DOCS
+    impact_block_docs: int = IMPACT_BLOCK_DOCS  # read when impacts are derived (fit, load)
 
     def __init__(self, k1: float = DEFAULT_K1, b: float = DEFAULT_B, traversal: str = "auto"):
         validate_bm25_params(k1, b)
@@ -882,7 +1033,7 @@ class SparseBM25:
     def memory_nbytes(self) -> int:
         """``nbytes`` plus what is derived in memory at fit and load: quantised impacts (one byte per posting, and
         impact columns), and on a small index its weights and dense rows."""
-        derived = (self._weights, self._dense_rows, self._impacts, self._impact_columns)
+        derived = (self._weights, self._dense_rows, self._impacts, self._impact_columns, self._impact_block_max)
         return self.nbytes + sum(array.nbytes for array in derived)
 
     @property
@@ -906,7 +1057,7 @@ class SparseBM25:
         vocabulary: dict[str, int] = {}
         assign = vocabulary.setdefault
         lengths, term_ids = array("q"), array("i")
-        chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         chunk_start = 0
         for doc in corpus_tokens:
             lengths.append(len(doc))
@@ -918,11 +1069,11 @@ class SparseBM25:
         del term_ids
         n_docs, n_terms = len(lengths), len(vocabulary)
         df = np.zeros(n_terms, dtype=np.int64)
-        for terms, _, _ in chunks:
-            df += np.bincount(terms, minlength=n_terms)
+        for terms, per_term, _, _ in chunks:
+            df[terms] += per_term  # a chunk's terms are distinct
         indptr = np.zeros(n_terms + 1, dtype=np.int64)
         np.cumsum(df, out=indptr[1:])
-        tf_dtype = _smallest_uint(max((int(tfs.max()) for _, _, tfs in chunks if len(tfs)), default=0))
+        tf_dtype = _smallest_uint(max((int(tfs.max()) for *_, tfs in chunks if len(tfs)), default=0))
         # Documents are numbered shortest first (ties: original order), so a posting block holds documents of
         # similar length and its largest weight bounds them tightly; ``original_ids`` maps back.
         doc_lengths = np.frombuffer(lengths, dtype=np.int64)
@@ -932,10 +1083,11 @@ class SparseBM25:
         doc_ids = np.empty(indptr[-1], dtype=np.int32)
         tfs = np.empty(indptr[-1], dtype=tf_dtype)
         cursor = indptr[:-1].copy()
-        while chunks:
-            chunk_terms, chunk_docs, chunk_tfs = chunks.pop(0)
-            _place(chunk_terms, chunk_docs, chunk_tfs.astype(tf_dtype), cursor, doc_ids, tfs, internal)
-        del internal
+        chunks.reverse()
+        while chunks:  # each chunk freed once placed
+            chunk_terms, per_term, chunk_docs, chunk_tfs = chunks.pop()
+            _place(chunk_terms, per_term, chunk_docs, chunk_tfs.astype(tf_dtype), cursor, doc_ids, tfs, internal)
+        del internal, chunk_terms, per_term, chunk_docs, chunk_tfs
         _sort_lists(indptr, doc_ids, tfs)
         longest = int(doc_lengths.max()) if n_docs else 0
         self.vocabulary = vocabulary
@@ -980,7 +1132,7 @@ class SparseBM25:
             self.indptr, self.doc_ids, self.tfs, self.idf, self.length_norm, self.lengths, self.upper, self.k1 + 1.0,
             self._column_slot, self.column_tfs, self._weights, self._dense_slot, self._dense_rows,
             self._block_indptr, self.block_upper, self.block_postings, self.window_docs, self.original_ids,
-            self._impacts, self._impact_slot, self._impact_columns,
+            self._impacts, self._impact_slot, self._impact_columns, self._impact_block_max, self._impact_block,
         )  # fmt: skip
 
     def _materialise(self) -> None:
@@ -1013,7 +1165,8 @@ class SparseBM25:
     def _materialise_impacts(self) -> None:
         """Derive the impact traversal's inputs (``search_impact``): every posting's weight quantised to uint8 in
         steps of the largest weight / ``IMPACT_LEVELS``, and the impacts of terms in at least
-        ``IMPACT_COLUMN_MIN_DF_SHARE`` of the documents as columns (one byte per document, 0 where absent)."""
+        ``IMPACT_COLUMN_MIN_DF_SHARE`` of the documents as columns (one byte per document, 0 where absent), with
+        each column's largest impact per block of ``impact_block_docs`` documents (``impact_blocks``)."""
         step = float(self.upper.max()) / IMPACT_LEVELS if len(self.upper) and self.upper.max() > 0 else 1.0
         inputs = (self.indptr, self.doc_ids, self.tfs, self.idf, self.length_norm, self.lengths, self.k1 + 1.0)
         self._impacts = impacts_of(*inputs, step)
@@ -1025,6 +1178,11 @@ class SparseBM25:
         for slot, term in enumerate(frequent):
             span = slice(self.indptr[term], self.indptr[term + 1])
             self._impact_columns[slot, self.doc_ids[span]] = self._impacts[span]
+        self._impact_block = self.impact_block_docs  # the block size of these maxima, whatever is set later
+        block_starts = np.arange(0, self.n_docs, self._impact_block)
+        self._impact_block_max = np.zeros((len(frequent), len(block_starts)), dtype=np.uint8)
+        if len(frequent) and len(block_starts):
+            self._impact_block_max[:] = np.maximum.reduceat(self._impact_columns, block_starts, axis=1)
 
     def scores(self, query_tokens: Iterable[str]) -> np.ndarray:
         """BM25 score of every document for one query, in the corpus's (original) order (float64)."""

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import math
+from array import array
 from collections import Counter
 
 import numpy as np
 import pytest
 
-from retrieval.core import BM25Index, tokenize
-from retrieval.core.bm25_fast import ARRAYS, SAVE_FORMAT, SparseBM25, _gallop, _lower_bound
+from retrieval.core import BM25Index, bm25_fast, tokenize
+from retrieval.core.bm25_fast import ARRAYS, SAVE_FORMAT, SparseBM25, _chunk_postings, _gallop, _lower_bound
 from tests.arrays import backed_by_memmap
 
 BUNDLED = [
@@ -85,16 +86,18 @@ def test_scores_and_top_k_equal_reference_on_bundled_dataset(bundled, path: str)
             np.testing.assert_allclose(scores[row], [score for _, score in expected[:k]], rtol=0, atol=1e-9)
 
 
-@pytest.mark.parametrize("traversal", ["taat", "daat", "impact"])
+@pytest.mark.parametrize("traversal", ["taat", "daat", "impact", "impact_blocks"])
 def test_each_forced_traversal_equals_reference_on_bundled_dataset(bundled, traversal: str) -> None:
-    """Real text: every query answered by the forced traversal (counted; the impact traversal hands a query its
-    sums cannot prune to the exhaustive one, counted so), the reference's top k and scores."""
+    """Real text: every query answered by the forced traversal (counted; the impact traversals hand a query
+    their sums cannot prune to the exhaustive one, counted so), the reference's top k and scores; impacts by
+    blocks of 500 documents."""
     corpus, ref, queries = bundled
     fast = SparseBM25(traversal=traversal)
     fast.materialise_max_postings, fast.impact_min_postings, fast.impact_min_postings_share = PATHS["pruned"]
+    fast.impact_block_docs = 500
     fast.fit(corpus)
     assert_same_top_k(fast, ref, queries, 10)
-    fallback = fast.traversals["exhaustive"] if traversal == "impact" else 0
+    fallback = fast.traversals["exhaustive"] if traversal.startswith("impact") else 0
     assert fast.traversals[traversal] + fallback == len(queries)
     assert fast.traversals[traversal] > len(queries) // 2
 
@@ -203,6 +206,35 @@ def test_lengths_and_tf_columns_hold_the_corpus_and_weights_are_bit_identical() 
         assert fast.column_tfs[slot].tolist() == [corpus[doc].count(word) for doc in by_length]
     for word in list(df)[:60]:
         np.testing.assert_array_equal(fast.scores([word]), ref.scores([word]))
+
+
+def test_a_chunk_holds_five_bytes_a_posting_sorted_by_term_then_document() -> None:
+    """Hand-computed: fit holds every chunk until the last is read, so each keeps its distinct terms with their
+    posting counts, then one int32 document and one smallest-type tf per posting (16 bytes before round 4)."""
+    term_ids = array("i", [2, 0, 2, 1, 0, 0, 2])  # documents 7 (3 tokens), 8 (0), 9 (4): first_doc 7
+    terms, per_term, docs, tfs = _chunk_postings(term_ids, array("q", [3, 0, 4]), 7)
+    assert terms.tolist() == [0, 1, 2] and per_term.tolist() == [2, 1, 2]
+    assert docs.tolist() == [7, 9, 9, 7, 9] and tfs.tolist() == [1, 2, 1, 2, 1]
+    assert (docs.dtype, tfs.dtype) == (np.int32, np.uint8)
+    assert _chunk_postings(array("i", [5] * 300), array("q", [300]), 0)[3].dtype == np.uint16
+
+
+def test_an_index_fitted_in_many_chunks_equals_one_fitted_in_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks of 40 tokens: the vocabulary grows across chunks, a later chunk widens the tf type (a word 300
+    times in the last document); every array equals the one-chunk index's, and the scores the reference's."""
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in range(200)]
+    corpus = [[words[min(z, 199)] for z in rng.zipf(1.3, size=rng.integers(0, 30)) - 1] for _ in range(400)]
+    corpus.append(["w3"] * 300 + ["late"])
+    whole = SparseBM25().fit(corpus)
+    monkeypatch.setattr(bm25_fast, "CHUNK_TOKENS", 40)
+    chunked = SparseBM25().fit(corpus)
+    assert chunked.vocabulary == whole.vocabulary and chunked.tfs.dtype == np.uint16
+    for name in ARRAYS:
+        np.testing.assert_array_equal(getattr(chunked, name), getattr(whole, name), err_msg=name)
+    ref = BM25Index().fit(corpus)
+    for query in (["w3"], ["late", "w0", "w7"], ["w150", "w3", "w3"]):
+        np.testing.assert_allclose(chunked.scores(query), ref.scores(query), rtol=0, atol=1e-9)
 
 
 def test_empty_corpus_and_non_positive_k() -> None:

@@ -1,12 +1,12 @@
-"""Every SparseBM25 traversal (exhaustive, term at a time, document at a time, impact) against the reference
-BM25Index.
+"""Every SparseBM25 traversal (exhaustive, term at a time, document at a time, impact, impact by blocks)
+against the reference BM25Index.
 
 Hypothesis draws corpora with skewed vocabularies (a few words in most documents, as stopwords are), repeated
 words in documents and queries, empty documents and queries, and ``k`` above the number of matches; tiny
-posting blocks and document windows put block and window boundaries everywhere. Each traversal must return
+posting blocks, document windows and impact blocks put their boundaries everywhere. Each traversal must return
 the reference's top-k with scores to 1e-12 relative, and all traversals the very same arrays (one summation
-order, one tie rule: higher score first, then lower document index). The impact traversal answers a query
-exhaustively when its integer sums can exclude no document, and counts it so (``counted``).
+order, one tie rule: higher score first, then lower document index). The impact traversals answer a query
+exhaustively when their integer sums can exclude no document, and count it so (``counted``).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from retrieval.core.bm25_fast import (
     IMPACT_MAX_WORDS,
     TRAVERSALS,
     SparseBM25,
+    _impact_block_bounds,
 )
 
 VOCAB = [f"t{i}" for i in range(12)]
@@ -35,18 +36,20 @@ corpora = st.lists(documents, min_size=1, max_size=60)
 queries = st.lists(skewed_words | st.just("unseen"), max_size=7)
 
 
-def forced(corpus: list[list[str]], traversal: str, materialised: bool, block: int, window: int) -> SparseBM25:
+def forced(
+    corpus: list[list[str]], traversal: str, materialised: bool, block: int, window: int, impact_block: int = 3
+) -> SparseBM25:
     """An index of ``corpus`` that answers every query through ``traversal``, with tiny blocks and windows."""
     index = SparseBM25(traversal=traversal)
     index.materialise_max_postings = 1 << 40 if materialised else 0
-    index.block_postings, index.window_docs = block, window
+    index.block_postings, index.window_docs, index.impact_block_docs = block, window, impact_block
     return index.fit(corpus)
 
 
 def counted(index: SparseBM25, traversal: str, n_queries: int) -> bool:
-    """Whether ``index`` counted its ``n_queries`` queries under ``traversal`` (the impact traversal: or under
-    exhaustive, for the queries its sums could not prune)."""
-    allowed = {traversal, "exhaustive"} if traversal == "impact" else {traversal}
+    """Whether ``index`` counted its ``n_queries`` queries under ``traversal`` (the impact traversals: or under
+    exhaustive, for the queries their sums could not prune)."""
+    allowed = {traversal, "exhaustive"} if traversal.startswith("impact") else {traversal}
     return set(index.traversals) <= allowed and sum(index.traversals.values()) == n_queries
 
 
@@ -70,12 +73,13 @@ def assert_reference_top_k(docs: np.ndarray, scores: np.ndarray, reference: BM25
     materialised=st.booleans(),
     block=st.integers(1, 4),
     window=st.integers(1, 8),
+    impact_block=st.integers(1, 70),
 )
-def test_every_traversal_returns_the_reference_top_k(corpus, batch, k, materialised, block, window):
+def test_every_traversal_returns_the_reference_top_k(corpus, batch, k, materialised, block, window, impact_block):
     reference = BM25Index().fit(corpus)
     results = {}
     for traversal in TRAVERSALS:
-        index = forced(corpus, traversal, materialised, block, window)
+        index = forced(corpus, traversal, materialised, block, window, impact_block)
         docs, scores = index.top_k_batch(batch, k)
         assert docs.shape == (len(batch), min(k, len(corpus)))
         assert counted(index, traversal, len(batch))
@@ -97,14 +101,15 @@ def zipf_corpus(seed: int, n_docs: int) -> tuple[list[list[str]], list[list[str]
     return draw(n_docs, 5, 40), draw(60, 1, 12)
 
 
-@pytest.mark.parametrize("traversal", ["taat", "daat", "impact"])
+@pytest.mark.parametrize("traversal", ["taat", "daat", "impact", "impact_blocks"])
 def test_pruned_traversals_equal_the_exhaustive_one_on_a_zipfian_corpus(traversal: str) -> None:
-    """Default blocks and windows, thousands of documents: pruning happens, the arrays stay identical."""
+    """Default blocks and windows (impact blocks of 256 documents: 24 of them), thousands of documents: pruning
+    happens, the arrays stay identical."""
     corpus, asked = zipf_corpus(7, 6000)
     exhaustive = SparseBM25(traversal="exhaustive")
     exhaustive.materialise_max_postings = 0
     pruned = SparseBM25(traversal=traversal)
-    pruned.materialise_max_postings = 0
+    pruned.materialise_max_postings, pruned.impact_block_docs = 0, 256
     exhaustive.fit(corpus), pruned.fit(corpus)
     for k in (1, 10, 100):
         expected, got = exhaustive.top_k_batch(asked, k), pruned.top_k_batch(asked, k)
@@ -158,6 +163,51 @@ def test_auto_chooses_impacts_unless_a_query_has_few_postings_and_counts_each_ch
     assert index.traversals == {"exhaustive": few + fallback, "impact": len(enough) - fallback}
 
 
+def test_impacts_by_blocks_keep_the_block_size_their_maxima_were_made_with() -> None:
+    """Forced ``impact_blocks`` on blocks of 512 documents, the block size then set to 7 after fit: the block
+    maxima keep the size they were made with, and the arrays are the exhaustive traversal's."""
+    corpus, asked = zipf_corpus(5, 4000)
+    blocks = SparseBM25(traversal="impact_blocks")
+    blocks.materialise_max_postings, blocks.impact_block_docs = 0, 512
+    blocks.fit(corpus)
+    blocks.impact_block_docs = 7
+    exhaustive = SparseBM25(traversal="exhaustive").fit(corpus)
+    got, expected = blocks.top_k_batch(asked, 10), exhaustive.top_k_batch(asked, 10)
+    assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
+    assert blocks.traversals["impact_blocks"] > len(asked) // 2
+
+
+def test_impact_block_bounds_are_each_blocks_largest_sum_of_term_maxima() -> None:
+    """A block's bound is, over the query's terms, ``count`` times the term's largest impact in the block: checked
+    against block maxima taken in Python from each posting's impact, for column and posting-list terms alike."""
+    corpus, _ = zipf_corpus(17, 3000)
+    index = SparseBM25()
+    index.impact_block_docs = 100
+    index.fit(corpus)
+    n_blocks = -(-index.n_docs // 100)
+    rows = sorted(index.vocabulary.values(), key=lambda row: -(index.indptr[row + 1] - index.indptr[row]))
+    terms = np.array(sorted([*rows[:3], *rows[40:43], rows[-1]]), dtype=np.int64)  # frequent, middling, rare
+    counts = np.array([1.0, 2.0, 1.0, 3.0, 1.0, 1.0, 2.0])
+    assert 0 < sum(index._impact_slot[terms] >= 0) < len(terms)  # both kinds of term
+    expected = np.zeros(n_blocks, dtype=np.int64)
+    for term, count in zip(terms.tolist(), counts.tolist(), strict=True):
+        tops = [0] * n_blocks
+        for posting in range(index.indptr[term], index.indptr[term + 1]):
+            block = int(index.doc_ids[posting]) // 100
+            tops[block] = max(tops[block], int(index._impacts[posting]))
+        expected += int(count) * np.array(tops)
+        if index._impact_slot[term] >= 0:
+            assert index._impact_block_max[index._impact_slot[term]].tolist() == tops
+    bounds, starts = _impact_block_bounds(index._kernel_input(), terms, counts, n_blocks, 100)
+    assert bounds.tolist() == expected.tolist()
+    for i, term in enumerate(terms.tolist()):
+        if index._impact_slot[term] < 0:
+            assert starts[i, 0] == index.indptr[term] and starts[i, n_blocks] == index.indptr[term + 1]
+            for block in range(n_blocks):
+                inside = index.doc_ids[starts[i, block] : starts[i, block + 1]] // 100
+                assert np.all(inside == block)
+
+
 def test_impacts_are_the_reference_weights_rounded_to_the_step() -> None:
     """Each posting's impact is its ``BM25Index`` weight over the step (largest weight / ``IMPACT_LEVELS``),
     rounded to the nearest integer; terms in many documents hold the same impacts in a column."""
@@ -189,17 +239,27 @@ def near_ties(seed: int, n_docs: int) -> tuple[list[list[str]], list[list[str]]]
 
 
 @settings(max_examples=80, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n_docs=st.integers(20, 150), k=st.integers(1, 8), materialised=st.booleans())
-def test_the_impact_traversal_returns_the_reference_top_k_among_near_ties(seed, n_docs, k, materialised):
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_docs=st.integers(20, 150),
+    k=st.integers(1, 8),
+    materialised=st.booleans(),
+    traversal=st.sampled_from(["impact", "impact_blocks"]),
+    impact_block=st.integers(1, 40),
+)
+def test_the_impact_traversals_return_the_reference_top_k_among_near_ties(
+    seed, n_docs, k, materialised, traversal, impact_block
+):
     """Small ``k`` over many near-tied documents, repeated query words: the integer sums' candidates must hold
     every document that reaches the top k (on these corpora about one batch in five needs the margin of the
-    query's word count: without it, 57 of 300 batches differ), and ties go to the lower corpus position."""
+    query's word count: without it, 57 of 300 batches differ), and ties go to the lower corpus position; by
+    blocks, whichever block the k largest sums and the candidates fall in."""
     corpus, batch = near_ties(seed, n_docs)
     reference = BM25Index().fit(corpus)
-    index = forced(corpus, "impact", materialised, 4, 8)
+    index = forced(corpus, traversal, materialised, 4, 8, impact_block)
     exhaustive = forced(corpus, "exhaustive", materialised, 4, 8)
     docs, scores = index.top_k_batch(batch, k)
-    assert counted(index, "impact", len(batch))
+    assert counted(index, traversal, len(batch))
     for row, query in enumerate(batch):
         assert_reference_top_k(docs[row], scores[row], reference, query, k)
     expected = exhaustive.top_k_batch(batch, k)
@@ -217,7 +277,7 @@ def test_a_query_too_long_for_the_impact_sums_is_answered_exhaustively_and_count
 
 
 def test_an_unknown_traversal_is_refused() -> None:
-    with pytest.raises(ValueError, match="one of exhaustive, taat, daat, impact; got 'wand'"):
+    with pytest.raises(ValueError, match="one of exhaustive, taat, daat, impact, impact_blocks; got 'wand'"):
         SparseBM25(traversal="wand")
 
 
@@ -245,7 +305,7 @@ def test_ties_across_lengths_go_to_the_lower_original_index(corpus, words, k, pa
     for traversal in TRAVERSALS:
         index = SparseBM25(k1=k1, b=b, traversal=traversal)
         index.materialise_max_postings = 1 << 40 if materialised else 0
-        index.block_postings, index.window_docs = block, window
+        index.block_postings, index.window_docs, index.impact_block_docs = block, window, block
         index.fit(corpus)
         docs, scores = index.top_k_batch([[word] for word in words], k)
         for row, word in enumerate(words):
