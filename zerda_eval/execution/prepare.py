@@ -49,9 +49,11 @@ def prepare(cells: Sequence[CellSpec], say: Callable[[str], None] = print) -> di
 
 
 def _distinct_models(plans: Sequence[tuple[str, dict, Sequence[str]]]) -> list[tuple[str, dict]]:
+    from zerda_eval.hashing import canonical_json
+
     seen: dict[str, tuple[str, dict]] = {}
     for name, kwargs, _ in plans:
-        seen.setdefault(repr((name, sorted(kwargs.items()))), (name, kwargs))
+        seen.setdefault(canonical_json([name, kwargs]), (name, kwargs))
     return list(seen.values())
 
 
