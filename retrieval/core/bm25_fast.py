@@ -89,8 +89,10 @@ IMPACT_LEVELS = 255
 IMPACT_COLUMN_MIN_DF_SHARE = 1 / 16
 IMPACT_MAX_WORDS = np.iinfo(np.uint16).max // IMPACT_LEVELS
 IMPACT_CHUNK = 256
-# ``impact_blocks`` (``_impact_block_candidates``) makes the impact sums IMPACT_BLOCK_DOCS documents at a time:
-# 32 KB of uint16 sums, in a core's cache.
+# Pass 1 of the impact traversal (``_impact_candidates``) makes the sums IMPACT_STREAM_DOCS documents at a time
+# (1 MB of uint16, a core's L2 here; 2^19 to 2^21 measured alike at 10M passages, 2^14 and the whole index
+# slower), ``impact_blocks`` IMPACT_BLOCK_DOCS at a time (32 KB), skipping blocks by their bounds.
+IMPACT_STREAM_DOCS = 1 << 19
 IMPACT_BLOCK_DOCS = 1 << 14
 
 
@@ -453,70 +455,20 @@ def impacts_of(indptr, doc_ids, tfs, idf, length_norm, lengths, k1_plus_1, step)
     return out
 
 
-@numba.njit(cache=True)
-def _impact_candidates(index, terms, counts, k, sums, candidates):  # type: ignore[no-untyped-def]
-    """Pass 1 of ``search_impact``: the documents whose integer sum can still reach the top k, ascending, into
-    ``candidates`` (their number returned; -1 if none can be excluded). ``sums`` (uint16, a multiple of
-    ``IMPACT_CHUNK`` long) is zero on entry and left zero."""
-    indptr, doc_ids = index[0], index[1]
-    impacts, impact_slot, impact_columns = index[18:21]
-    n_docs, words = len(index[5]), 0
-    for i in range(len(terms)):
-        words += int(counts[i])
-        count, term = np.uint16(counts[i]), terms[i]
-        if impact_slot[term] >= 0:
-            column = impact_columns[impact_slot[term]]
-            for doc in range(n_docs):  # a vectorised add: 0 where the term is absent
-                sums[doc] += count * column[doc]
-        else:
-            for posting in range(indptr[term], indptr[term + 1]):
-                sums[doc_ids[posting]] += count * impacts[posting]
-    n_chunks = len(sums) // IMPACT_CHUNK
-    chunk_max = np.empty(n_chunks, dtype=sums.dtype)
-    for chunk in range(n_chunks):  # a fixed trip count, so the loop is vectorised
-        first, top = chunk * IMPACT_CHUNK, sums[chunk * IMPACT_CHUNK]
-        for offset in range(IMPACT_CHUNK):
-            top = max(top, sums[first + offset])
-        chunk_max[chunk] = top
-    # The k-th largest chunk maximum is at most S (k distinct documents reach it): only chunks reaching it
-    # can hold the k largest sums.
-    low = max(1, np.partition(chunk_max, n_chunks - k)[n_chunks - k] if n_chunks >= k else 1)
-    values, n_values = np.empty(4 * k, np.int64), 0
-    for chunk in range(n_chunks):
-        if chunk_max[chunk] >= low:
-            for doc in range(chunk * IMPACT_CHUNK, (chunk + 1) * IMPACT_CHUNK):
-                if sums[doc] >= low:
-                    if n_values == len(values):
-                        values = np.concatenate((values, np.empty(n_values, np.int64)))
-                    values[n_values] = sums[doc]
-                    n_values += 1
-    kth = np.partition(values[:n_values], n_values - k)[n_values - k] if n_values >= k else 0
-    threshold = kth - words - 1
-    n_candidates = 0 if threshold >= 1 else -1
-    for chunk in range(n_chunks):
-        if chunk_max[chunk] == 0:
-            continue
-        first = chunk * IMPACT_CHUNK
-        if threshold >= 1 and chunk_max[chunk] >= threshold:
-            for doc in range(first, first + IMPACT_CHUNK):
-                if sums[doc] >= threshold:
-                    candidates[n_candidates] = doc
-                    n_candidates += 1
-        for offset in range(IMPACT_CHUNK):
-            sums[first + offset] = 0
-    return n_candidates
-
-
-# On a large index the impact sums of every document (20 MB at 10M documents) leave the cache, and each term
-# with an impact column streams them once more. ``impact_blocks`` computes the same candidates block by block:
-# the documents are cut into blocks of ``impact_block_docs``, each block's bound is the query's largest
-# possible sum in it (``count`` times each term's largest impact there: kept per block for the terms with an
-# impact column, ``_impact_block_max``, found in one pass over the postings for the others), and the blocks are
-# summed highest bound first in a cache-sized part of ``sums``. The k largest sums seen so far (a min-heap of
-# integers) give a lower bound ``L`` of the k-th largest sum ``S``; once a block's bound is below ``L - W - 1``
-# no document in it or in any later block (lower bounds) can be a candidate or among the k largest sums, so the
-# rest are never read. The candidates kept (sum >= ``L - W - 1`` when seen, a superset) are filtered at the end
-# with the final ``S``: the very set the unblocked pass 1 returns, so the rescoring and the arrays are the same.
+# Pass 1 never holds the sums of every document: it makes them ``block`` documents at a time in a buffer a
+# core's cache holds (``impact_stream_docs``, 2^19: 1 MB of uint16), all the query's impact columns added in
+# one pass (four at a time) and its posting lists scattered from a cursor each, then keeps the documents of
+# the block whose sum can still be a candidate. The k largest sums seen so far (a min-heap of integers) give
+# a lower bound ``L`` of ``S``; a sum below ``L - W - 1`` can be neither a candidate nor among the k largest,
+# so only the others are kept, and the final ``S`` filters them: the candidates are the documents with
+# ``A(d) >= S - W - 1``, whatever the block size (on 10M passages, the whole-index sums, 20 MB, left the cache
+# and each impact column streamed them again: p95 9.8 -> 6.2 ms for pass 1, benchmarks/results.md, round 5).
+#
+# ``impact_blocks`` computes the same candidates with smaller blocks (``impact_block_docs``) taken highest
+# bound first: each block's bound is the query's largest possible sum in it (``count`` times each term's
+# largest impact there: kept per block for the terms with an impact column, ``_impact_block_max``, found in
+# one pass over the postings for the others); once a block's bound is below ``L - W - 1`` no document in it
+# or in any later block can be a candidate or among the k largest sums, so the rest are never read.
 
 
 @numba.njit(cache=True, inline="always")
@@ -563,60 +515,102 @@ def _impact_block_bounds(index, terms, counts, n_blocks, block):  # type: ignore
     return bounds, starts
 
 
+@numba.njit(cache=True, inline="always")
+def _add_columns(local, columns, slots, counts, first, size):  # type: ignore[no-untyped-def]
+    """``local[:size] += counts[j] * columns[slots[j], first : first + size]`` for every j, four columns per
+    pass over ``local`` (each loop vectorised)."""
+    j, n = 0, len(slots)
+    while j + 4 <= n:
+        c0, c1 = columns[slots[j], first : first + size], columns[slots[j + 1], first : first + size]
+        c2, c3 = columns[slots[j + 2], first : first + size], columns[slots[j + 3], first : first + size]
+        n0, n1, n2, n3 = counts[j], counts[j + 1], counts[j + 2], counts[j + 3]
+        for doc in range(size):
+            local[doc] += n0 * c0[doc] + n1 * c1[doc] + n2 * c2[doc] + n3 * c3[doc]
+        j += 4
+    while j < n:
+        c0, n0 = columns[slots[j], first : first + size], counts[j]
+        for doc in range(size):
+            local[doc] += n0 * c0[doc]
+        j += 1
+
+
 @numba.njit(cache=True)
-def _impact_block_candidates(index, terms, counts, k, sums, candidates):  # type: ignore[no-untyped-def]
-    """Pass 1 of ``search_impact`` on a large index, block by block (``impact_blocks``): the same candidates as
-    ``_impact_candidates``, ascending, into ``candidates`` (their number; -1 if none can be excluded). ``sums``
-    (uint16, a multiple of ``IMPACT_CHUNK`` long) is zero on entry and left zero."""
-    doc_ids, impacts, impact_slot, impact_columns, block = index[1], index[18], index[19], index[20], index[22]
+def _impact_candidates(index, terms, counts, k, by_bound, local, candidates):  # type: ignore[no-untyped-def]
+    """Pass 1 of ``search_impact``: the documents whose integer sum can still reach the top k, ascending, into
+    ``candidates`` (their number returned; -1 if none can be excluded); blocks in document order, or highest
+    bound first, skipping those that cannot hold a candidate (``by_bound``: ``impact_blocks``). ``local``
+    (uint16, ``impact_buffer_length`` long) is zero on entry and left zero."""
+    indptr, doc_ids, impacts, impact_slot, impact_columns = index[0], index[1], index[18], index[19], index[20]
     n_docs, words = len(index[5]), int(counts.sum())
+    block = index[22] if by_bound else index[23]
     n_blocks = (n_docs + block - 1) // block
-    bounds, starts = _impact_block_bounds(index, terms, counts, n_blocks, block)
+    # The query's impact columns (slot, count) and its other terms (position in ``terms``, cursor, count).
+    slots, column_counts, n_columns = np.empty(len(terms), np.int64), np.empty(len(terms), np.uint16), 0
+    listed, cursor, n_listed = np.empty(len(terms), np.int64), np.empty(len(terms), np.int64), 0
+    for i in range(len(terms)):
+        if impact_slot[terms[i]] >= 0:
+            slots[n_columns], column_counts[n_columns] = impact_slot[terms[i]], np.uint16(counts[i])
+            n_columns += 1
+        else:
+            listed[n_listed], cursor[n_listed] = i, indptr[terms[i]]
+            n_listed += 1
+    slots, column_counts, listed = slots[:n_columns], column_counts[:n_columns], listed[:n_listed]
+    if by_bound:
+        bounds, starts = _impact_block_bounds(index, terms, counts, n_blocks, block)
+        order = np.argsort(-bounds, kind="mergesort")
+    else:
+        bounds, starts, order = np.zeros(0, np.int64), np.zeros((0, 0), np.int64), np.arange(n_blocks)
     heap = np.zeros(k, np.int64)  # the k largest sums seen (zeros until k are positive: k <= n_docs)
     kept, n_kept = np.empty(1024, np.int64), 0  # candidates so far, each (doc << 16) | sum
-    chunk_max = np.empty((min(block, n_docs) + IMPACT_CHUNK - 1) // IMPACT_CHUNK, sums.dtype)
-    for b in np.argsort(-bounds, kind="mergesort"):
+    chunk_max = np.empty(len(local) // IMPACT_CHUNK, local.dtype)
+    for b in order:
         cutoff = max(1, heap[0] - words - 1)
-        if bounds[b] < cutoff:
+        if by_bound and bounds[b] < cutoff:
             break  # every later block's bound is at most this one's
         first = b * block
         size = min(block, n_docs - first)
-        n_chunks = (size + IMPACT_CHUNK - 1) // IMPACT_CHUNK
-        local = sums[: n_chunks * IMPACT_CHUNK]  # past ``size``: never written, so zero
-        for i in range(len(terms)):
-            count, term = np.uint16(counts[i]), terms[i]
-            if impact_slot[term] >= 0:
-                column = impact_columns[impact_slot[term]][first : first + size]
-                for doc in range(size):  # a vectorised add: 0 where the term is absent
-                    local[doc] += count * column[doc]
-            else:
-                for posting in range(starts[i, b], starts[i, b + 1]):
-                    local[doc_ids[posting] - first] += count * impacts[posting]
+        n_chunks = (size + IMPACT_CHUNK - 1) // IMPACT_CHUNK  # past ``size`` ``local`` is never written: zero
+        _add_columns(local, impact_columns, slots, column_counts, first, size)
+        for j in range(len(listed)):
+            i = listed[j]
+            count, posting, end = np.uint16(counts[i]), cursor[j], indptr[terms[i] + 1]
+            if by_bound:
+                posting = starts[i, b]
+            stop = _gallop(doc_ids, posting, end, first + size)
+            for p in range(posting, stop):
+                local[doc_ids[p] - first] += count * impacts[p]
+            cursor[j] = stop
         for chunk in range(n_chunks):  # a fixed trip count, so the loop is vectorised
             offset, top = chunk * IMPACT_CHUNK, local[chunk * IMPACT_CHUNK]
             for doc in range(IMPACT_CHUNK):
                 top = max(top, local[offset + doc])
             chunk_max[chunk] = top
-        if heap[0] == 0 and n_chunks >= k:  # k distinct documents reach the k-th largest chunk maximum
-            cutoff = max(cutoff, int(np.partition(chunk_max[:n_chunks], n_chunks - k)[n_chunks - k]) - words - 1)
+        # The k largest sums so far, first. Until the heap holds k positive sums, the k-th largest chunk maximum
+        # bounds it from below (k distinct documents reach it): a sum under it cannot be among the k largest.
+        floor = heap[0] + 1
+        if heap[0] == 0 and n_chunks >= k:
+            floor = max(floor, int(np.partition(chunk_max[:n_chunks], n_chunks - k)[n_chunks - k]))
+        for chunk in range(n_chunks):
+            if chunk_max[chunk] >= floor:
+                for doc in range(chunk * IMPACT_CHUNK, (chunk + 1) * IMPACT_CHUNK):
+                    if local[doc] >= floor and local[doc] > heap[0]:
+                        _replace_smallest(heap, int(local[doc]))
+        cutoff = max(1, heap[0] - words - 1)  # a sum below it is no candidate
         for chunk in range(n_chunks):
             offset = chunk * IMPACT_CHUNK
-            if chunk_max[chunk] >= cutoff:  # a sum below cutoff is no candidate, nor among the k largest
+            if chunk_max[chunk] >= cutoff:
                 for doc in range(offset, offset + IMPACT_CHUNK):
-                    value = int(local[doc])
-                    if value >= cutoff:
+                    if local[doc] >= cutoff:
                         if n_kept == len(kept):  # drop what the heap has since excluded; grow if still full
-                            floor, n_kept, old = max(1, heap[0] - words - 1), 0, kept
+                            n_kept, old = 0, kept
                             for j in range(len(old)):
-                                if old[j] & 0xFFFF >= floor:
+                                if old[j] & 0xFFFF >= cutoff:
                                     kept[n_kept] = old[j]
                                     n_kept += 1
                             if 2 * n_kept > len(kept):
                                 kept = np.concatenate((kept, np.empty(len(kept), np.int64)))
-                        kept[n_kept] = ((first + doc) << 16) | value
+                        kept[n_kept] = ((first + doc) << 16) | int(local[doc])
                         n_kept += 1
-                        if value > heap[0]:
-                            _replace_smallest(heap, value)
             for doc in range(IMPACT_CHUNK):
                 local[offset + doc] = 0
     threshold = heap[0] - words - 1
@@ -627,30 +621,36 @@ def _impact_block_candidates(index, terms, counts, k, sums, candidates):  # type
         if kept[j] & 0xFFFF >= threshold:
             kept[n_candidates] = kept[j]
             n_candidates += 1
-    kept = np.sort(kept[:n_candidates])  # by document: the sum is in the low bits
+    if by_bound:
+        kept[:n_candidates].sort()  # by document (the sum is in the low bits); in document order, already so
     for j in range(n_candidates):
         candidates[j] = kept[j] >> 16
     return n_candidates
 
 
 @numba.njit(cache=True)
-def search_impact(index, terms, counts, k, blocked, sums, candidates, out_docs, out_scores):  # type: ignore[no-untyped-def]
+def impact_buffer_length(n_docs, block_docs, stream_docs):  # type: ignore[no-untyped-def]
+    """Length of the uint16 buffer pass 1 makes its sums in: the larger block, at most the index, in whole
+    ``IMPACT_CHUNK``s."""
+    longest = min(n_docs, max(block_docs, stream_docs))
+    return (longest + IMPACT_CHUNK - 1) // IMPACT_CHUNK * IMPACT_CHUNK
+
+
+@numba.njit(cache=True)
+def search_impact(index, terms, counts, k, by_bound, local, candidates, out_docs, out_scores):  # type: ignore[no-untyped-def]
     """Exact top ``k`` of one query into ``out_docs``/``out_scores`` (best first) by quantised impacts and
-    exact rescoring, the sums made for the whole index at once or, if ``blocked``, block by block
+    exact rescoring, the sums made block by block in document order or, if ``by_bound``, highest bound first
     (``impact_blocks``); False (outputs untouched) if the integer sums cannot exclude any document, or the
     query has more than ``IMPACT_MAX_WORDS`` words.
 
-    ``index`` is ``SparseBM25._kernel_input()``; ``sums`` (uint16) is zero on entry and left zero;
-    ``candidates`` (int32) has one slot per document.
+    ``index`` is ``SparseBM25._kernel_input()``; ``local`` (uint16, ``impact_buffer_length`` long) is zero on
+    entry and left zero; ``candidates`` (int32) has one slot per document.
     """
     indptr, doc_ids, tfs, idf, length_norm, lengths, upper, k1_plus_1, column_slot, column_tfs = index[:10]
     original = index[17]
     if counts.sum() > IMPACT_MAX_WORDS:
         return False
-    if blocked:
-        n_candidates = _impact_block_candidates(index, terms, counts, k, sums, candidates)
-    else:
-        n_candidates = _impact_candidates(index, terms, counts, k, sums, candidates)
+    n_candidates = _impact_candidates(index, terms, counts, k, by_bound, local, candidates)
     if n_candidates < 0:
         return False
     scores = np.zeros(n_candidates)
@@ -867,7 +867,7 @@ def _search_parallel(  # type: ignore[no-untyped-def]
     for chunk in numba.prange(n_chunks):
         first, last = chunk * n_queries // n_chunks, (chunk + 1) * n_queries // n_chunks
         acc, touched = np.zeros(n_docs), np.empty(n_docs, dtype=np.int32)
-        sums = np.zeros(-(-n_docs // IMPACT_CHUNK) * IMPACT_CHUNK, dtype=np.uint16)
+        sums = np.zeros(impact_buffer_length(n_docs, index[22], index[23]), dtype=np.uint16)
         _search_queries(
             index, forced, impact_min, q_indptr, q_rows, first, last, acc, touched, sums, out_docs, out_scores,
             out_traversals,
@@ -993,6 +993,7 @@ class SparseBM25:
     block_postings: int = BLOCK_POSTINGS  # read by fit (and saved); tests make blocks tiny
     window_docs: int = WINDOW_DOCS
     impact_block_docs: int = IMPACT_BLOCK_DOCS  # read when impacts are derived (fit, load)
+    impact_stream_docs: int = IMPACT_STREAM_DOCS  # read per query
 
     def __init__(self, k1: float = DEFAULT_K1, b: float = DEFAULT_B, traversal: str = "auto"):
         validate_bm25_params(k1, b)
@@ -1133,6 +1134,7 @@ class SparseBM25:
             self._column_slot, self.column_tfs, self._weights, self._dense_slot, self._dense_rows,
             self._block_indptr, self.block_upper, self.block_postings, self.window_docs, self.original_ids,
             self._impacts, self._impact_slot, self._impact_columns, self._impact_block_max, self._impact_block,
+            self.impact_stream_docs,
         )  # fmt: skip
 
     def _materialise(self) -> None:
@@ -1217,13 +1219,15 @@ class SparseBM25:
         return docs, scores
 
     def _scratch(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """This thread's zeroed accumulators (float64 scores, uint16 impact sums padded to whole
-        ``IMPACT_CHUNK``s) and touched-list, kept between queries (the kernels re-zero them)."""
+        """This thread's zeroed accumulators (float64 scores, a block of uint16 impact sums) and touched-list,
+        kept between queries (the kernels re-zero them)."""
         workspace = self._workspace
+        sums_length = impact_buffer_length(self.n_docs, self._impact_block, self.impact_stream_docs)
         if getattr(workspace, "acc", None) is None or len(workspace.acc) != self.n_docs:
             workspace.acc = np.zeros(self.n_docs)
             workspace.touched = np.empty(self.n_docs, dtype=np.int32)
-            workspace.sums = np.zeros(-(-self.n_docs // IMPACT_CHUNK) * IMPACT_CHUNK, dtype=np.uint16)
+        if getattr(workspace, "sums", None) is None or len(workspace.sums) != sums_length:
+            workspace.sums = np.zeros(sums_length, dtype=np.uint16)
         return workspace.acc, workspace.touched, workspace.sums
 
     def save(self, directory: str | Path) -> None:

@@ -94,7 +94,7 @@ def test_each_forced_traversal_equals_reference_on_bundled_dataset(bundled, trav
     corpus, ref, queries = bundled
     fast = SparseBM25(traversal=traversal)
     fast.materialise_max_postings, fast.impact_min_postings, fast.impact_min_postings_share = PATHS["pruned"]
-    fast.impact_block_docs = 500
+    fast.impact_block_docs = fast.impact_stream_docs = 500
     fast.fit(corpus)
     assert_same_top_k(fast, ref, queries, 10)
     fallback = fast.traversals["exhaustive"] if traversal.startswith("impact") else 0

@@ -43,6 +43,7 @@ def forced(
     index = SparseBM25(traversal=traversal)
     index.materialise_max_postings = 1 << 40 if materialised else 0
     index.block_postings, index.window_docs, index.impact_block_docs = block, window, impact_block
+    index.impact_stream_docs = impact_block
     return index.fit(corpus)
 
 
@@ -109,7 +110,7 @@ def test_pruned_traversals_equal_the_exhaustive_one_on_a_zipfian_corpus(traversa
     exhaustive = SparseBM25(traversal="exhaustive")
     exhaustive.materialise_max_postings = 0
     pruned = SparseBM25(traversal=traversal)
-    pruned.materialise_max_postings, pruned.impact_block_docs = 0, 256
+    pruned.materialise_max_postings, pruned.impact_block_docs, pruned.impact_stream_docs = 0, 256, 256
     exhaustive.fit(corpus), pruned.fit(corpus)
     for k in (1, 10, 100):
         expected, got = exhaustive.top_k_batch(asked, k), pruned.top_k_batch(asked, k)
@@ -306,6 +307,7 @@ def test_ties_across_lengths_go_to_the_lower_original_index(corpus, words, k, pa
         index = SparseBM25(k1=k1, b=b, traversal=traversal)
         index.materialise_max_postings = 1 << 40 if materialised else 0
         index.block_postings, index.window_docs, index.impact_block_docs = block, window, block
+        index.impact_stream_docs = block
         index.fit(corpus)
         docs, scores = index.top_k_batch([[word] for word in words], k)
         for row, word in enumerate(words):
