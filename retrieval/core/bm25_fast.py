@@ -11,25 +11,24 @@ the term's largest weight); per document, its length (again the smallest unsigne
 length value (the norm ``k1 * (1 - b + b * |d| / avgdl)``): about 5 bytes per posting, where a float64
 weight matrix takes 12. A weight is computed when it is read, with the float64 operations of
 ``BM25Index.fit`` in the same order (``idf * tf * (k1 + 1) / (tf + norm)``), so each one is bit-identical
-to the reference's. On a large index, terms in at least an eighth of the documents also keep a column of
-their tfs (one per document), for lookups.
+to the reference's.
 
 A query is answered by one of five traversals (``TRAVERSALS``; ``_choose`` picks per query, the
 ``traversal`` option forces one): exhaustive (every posting of its terms), term at a time (below),
 document at a time (block-max MaxScore, ``search_daat``; each block of 128 postings keeps its largest
 weight, ``block_upper``) or by quantised impacts (``search_impact``: an integer sum of each posting's weight
-rounded to one of 256 steps, then an exact rescoring of the documents whose sum can reach the top k; its
-impacts are derived in memory at fit and load, one byte per posting, not saved), the sums made for all
-documents at once (``impact``) or block by block, highest block bound first, blocks that cannot hold a
-candidate never read (``impact_blocks``). All five sum a query's terms in the same order and break ties the
-same way, so they return the same arrays. Auto: impacts (all documents at once), except for queries with few
-postings (exhaustive).
+rounded to one of 256 steps, then an exact rescoring of the documents whose sum can reach the top k; the
+impacts of frequent terms are derived in memory at fit and load as columns, one byte per document, not
+saved, the others computed as their postings are read), the sums made block by block in document order
+(``impact``) or highest block bound first, blocks that cannot hold a candidate never read
+(``impact_blocks``). All five sum a query's terms in the same order and break ties the same way, so they
+return the same arrays. Auto: impacts in document order, except for queries with few postings (exhaustive).
 
 Term at a time, a query is scored highest upper bound (``count * largest weight``) first. Once at least
 ``k`` documents have a partial score and the upper bounds of the terms left sum to less than the k-th
 best partial score, no unseen document can reach the top k (MaxScore's argument, as in Lucene and PISA):
-the remaining, frequent terms are then only looked up (a read of their tf column, or a gallop through
-their posting lists) for the documents that can still make it, instead of walking postings that cover
+the remaining, frequent terms are then only looked up (a gallop through their posting lists) for the
+documents that can still make it, instead of walking postings that cover
 most of the corpus. The top k is exact: a document's score is the same sum in the same term order whether
 or not pruning happened, and the bounds carry a relative slack of 1e-12 against rounding. A query word
 repeated ``c`` times adds ``c`` times its weight (issue 18.1: the seed's "Q = number of unique query
@@ -57,11 +56,10 @@ from retrieval.core.bm25 import DEFAULT_B, DEFAULT_K1, bm25_idf, validate_bm25_p
 
 # The layout ``save`` writes (in meta.json; ``load`` refuses any other). 3: posting lists of doc ids and tfs,
 # a norm per document; 4: document lengths and a norm per length, tf columns of frequent terms; 5: each
-# posting block's largest weight; 6: documents numbered by length, each one's original index.
-SAVE_FORMAT = 6
+# posting block's largest weight; 6: documents numbered by length, each one's original index; 7: no tf columns.
+SAVE_FORMAT = 7
 ARRAYS = (
-    "indptr", "doc_ids", "tfs", "idf", "upper", "lengths", "length_norm", "columns", "column_tfs", "block_upper",
-    "original_ids",
+    "indptr", "doc_ids", "tfs", "idf", "upper", "lengths", "length_norm", "block_upper", "original_ids",
 )  # fmt: skip
 # How a query's lists are walked (``SparseBM25.traversal``; "auto" chooses per query, ``_choose``).
 TRAVERSALS = ("exhaustive", "taat", "daat", "impact", "impact_blocks")
@@ -73,22 +71,24 @@ LOOKAHEAD = 16
 # the documents, are scored exhaustively; the others by quantised impacts (``_choose``).
 IMPACT_MIN_POSTINGS = 4096
 IMPACT_MIN_POSTINGS_SHARE = 1 / 64
-# On an index that prunes, a term in at least this share of the documents also keeps a column of its tfs (one
-# per document, at most 1.6x its postings' bytes): a lookup is one read instead of a gallop through its list.
-COLUMN_MIN_DF_SHARE = 1 / 8
 # Indexes up to this many postings keep their weights in memory (8 bytes each; not saved), and the rows of
 # terms in at least a quarter of the documents densely, within MAX_DENSE_CELLS float64 cells.
 MATERIALISE_MAX_POSTINGS = 1 << 23
 DENSE_MIN_DF_SHARE = 0.25
 MAX_DENSE_CELLS = 1 << 22
 # The impact traversal (``search_impact``): each posting's weight quantised to one of IMPACT_LEVELS + 1 integer
-# steps (uint8); terms in at least IMPACT_COLUMN_MIN_DF_SHARE of the documents also keep their impacts as a
-# column (one byte per document), summed by a vectorised add; the integer sums (uint16, so at most
-# IMPACT_MAX_WORDS query words) are scanned IMPACT_CHUNK documents at a time.
+# steps; terms in at least IMPACT_COLUMN_MIN_DF_SHARE of the documents keep their impacts as a column (one byte
+# per document), summed by a vectorised add, the others' computed as their postings are read; the integer sums
+# (uint16, so at most IMPACT_MAX_WORDS query words) are scanned IMPACT_CHUNK documents at a time. The share
+# trades memory for speed; on 10M real passages (benchmarks/results.md, issue 35 round 5) 1/16 gave 52 columns,
+# 256 bytes a passage in memory, p95 8.0 ms; 1/14: 41, 245, 8.6 ms; 1/12: 34, 238, 8.8 ms; 1/10: 29, 233, 10.0.
 IMPACT_LEVELS = 255
-IMPACT_COLUMN_MIN_DF_SHARE = 1 / 16
+IMPACT_COLUMN_MIN_DF_SHARE = 1 / 14
 IMPACT_MAX_WORDS = np.iinfo(np.uint16).max // IMPACT_LEVELS
 IMPACT_CHUNK = 256
+# Impacts of a term with no column are computed as its postings are read; those of tf 1 .. IMPACT_TABLE_TF - 1
+# once per length (``_scatter_impacts``).
+IMPACT_TABLE_TF = 8
 # Pass 1 of the impact traversal (``_impact_candidates``) makes the sums IMPACT_STREAM_DOCS documents at a time
 # (1 MB of uint16, a core's L2 here; 2^19 to 2^21 measured alike at 10M passages, 2^14 and the whole index
 # slower), ``impact_blocks`` IMPACT_BLOCK_DOCS at a time (32 KB), skipping blocks by their bounds.
@@ -196,11 +196,9 @@ def _gallop(doc_ids, low, end, doc):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True, inline="always")
-def _tf_of(indptr, doc_ids, tfs, column_slot, column_tfs, term, cursor, doc):  # type: ignore[no-untyped-def]
-    """``(tf of term in doc, 0 if absent; the new cursor)``: one byte read if the term has a tf column, else a
-    gallop through its postings from ``cursor`` (a position in them at or before ``doc``'s)."""
-    if column_slot[term] >= 0:
-        return int(column_tfs[column_slot[term], doc]), cursor
+def _tf_of(indptr, doc_ids, tfs, term, cursor, doc):  # type: ignore[no-untyped-def]
+    """``(tf of term in doc, 0 if absent; the new cursor)``: a gallop through the term's postings from
+    ``cursor`` (a position in them at or before ``doc``'s)."""
     end = indptr[term + 1]
     posting = _gallop(doc_ids, cursor, end, doc)
     if posting < end and doc_ids[posting] == doc:
@@ -300,8 +298,8 @@ def _seed_theta(index, terms, counts, asc, k):  # type: ignore[no-untyped-def]
 
     A high theta from the start keeps the frequent terms non-essential and the candidates few.
     """
-    indptr, doc_ids, tfs, idf, length_norm, lengths, _, k1_plus_1, column_slot, column_tfs = index[:10]
-    block_indptr, block_upper, block = index[13:16]
+    indptr, doc_ids, tfs, idf, length_norm, lengths, _, k1_plus_1 = index[:8]
+    block_indptr, block_upper, block = index[11:14]
     if len(asc) == 0:
         return 0.0
     top = terms[asc[-1]]
@@ -319,7 +317,7 @@ def _seed_theta(index, terms, counts, asc, k):  # type: ignore[no-untyped-def]
         doc, score = doc_ids[posting], 0.0
         for m in range(len(asc) - 1, -1, -1):
             term = terms[asc[m]]
-            tf, cursors[m] = _tf_of(indptr, doc_ids, tfs, column_slot, column_tfs, term, cursors[m], doc)
+            tf, cursors[m] = _tf_of(indptr, doc_ids, tfs, term, cursors[m], doc)
             if tf:
                 score += counts[asc[m]] * _weight(idf[term], tf, k1_plus_1, length_norm[lengths[doc]])
         scores[posting - low] = score
@@ -332,8 +330,8 @@ def search_daat(index, terms, counts, k, out_docs, out_scores):  # type: ignore[
 
     ``index`` is ``SparseBM25._kernel_input()``; ``k`` is at most the number of documents.
     """
-    indptr, doc_ids, tfs, idf, length_norm, lengths, upper, k1_plus_1, column_slot, column_tfs, weights = index[:11]
-    block_indptr, block_upper, block, window, original = index[13:18]
+    indptr, doc_ids, tfs, idf, length_norm, lengths, upper, k1_plus_1, weights = index[:9]
+    block_indptr, block_upper, block, window, original = index[11:16]
     materialised = len(weights) > 0
     n_docs, n = len(lengths), len(terms)
     bounds, order = _bound_order(terms, counts, upper)
@@ -407,7 +405,7 @@ def search_daat(index, terms, counts, k, out_docs, out_scores):  # type: ignore[
             for j in range(n_candidates):
                 slot = candidates[j]
                 doc = window_start + slot
-                tf, cursor = _tf_of(indptr, doc_ids, tfs, column_slot, column_tfs, term, cursor, doc)
+                tf, cursor = _tf_of(indptr, doc_ids, tfs, term, cursor, doc)
                 if tf:
                     acc[slot] += count * _weight(idf[term], tf, k1_plus_1, length_norm[lengths[doc]])
                 if acc[slot] + window_prefix[m] >= floor:
@@ -429,8 +427,10 @@ def search_daat(index, terms, counts, k, out_docs, out_scores):  # type: ignore[
 
 # Quantised impacts, exact by rescoring (the impact-ordered indexes of JASS and PISA, made exact).
 #
-# Each posting carries ``q = round(w / step)`` (uint8), ``step`` the index's largest weight / IMPACT_LEVELS,
-# so ``|w - q * step| <= step / 2`` (up to a relative 1e-16 from the division). Pass 1 sums ``count * q`` over
+# Each posting's impact is ``q = round(w / step)`` (``_quantise``, at most IMPACT_LEVELS), ``step`` the index's
+# largest weight / IMPACT_LEVELS, so ``|w - q * step| <= step / 2`` (up to a relative 1e-16 from the division).
+# Only the terms with an impact column store theirs (one byte per document); the others' are computed from tf
+# and document length as their postings are read (``_scatter_impacts``). Pass 1 sums ``count * q`` over
 # the query's terms into one uint16 per document (a vectorised add for a term with an impact column, a
 # scatter otherwise): an integer ``A(d)`` with ``|score(d) - step * A(d)| <= W * step / 2``, ``W`` the
 # query's word count (repeats included). Let ``S`` be the k-th largest ``A``: the k documents with the largest
@@ -438,21 +438,57 @@ def search_daat(index, terms, counts, k, out_docs, out_scores):  # type: ignore[
 # document that reaches it (ties included) has ``step * A(d) + W * step / 2 >= step * S - W * step / 2``,
 # that is ``A(d) >= S - W``. Pass 2 rescores exactly the candidates with ``A(d) >= S - W - 1`` (one step of
 # slack against the division's rounding; none has ``A(d) = 0`` once that threshold is >= 1): each term looked
-# up (tf column or gallop) and weighed by ``_weight``, summed in the engine's one order (``_bound_order``),
+# up (a gallop) and weighed by ``_weight``, summed in the engine's one order (``_bound_order``),
 # so the scores are bit-identical to the other traversals' and the heap breaks ties by corpus position.
 # When the threshold is below 1 (fewer than k documents with a positive sum, or sums too close to 0), no
 # document can be excluded, and the query is answered exhaustively instead (and counted as such).
 
 
+@numba.njit(cache=True, inline="always")
+def _quantise(weight, step):  # type: ignore[no-untyped-def]
+    """A weight's impact: ``weight / step`` rounded to the nearest integer, at most ``IMPACT_LEVELS``."""
+    return min(IMPACT_LEVELS, int(weight / step + 0.5))
+
+
 @numba.njit(cache=True)
-def impacts_of(indptr, doc_ids, tfs, idf, length_norm, lengths, k1_plus_1, step):  # type: ignore[no-untyped-def]
-    """Each posting's weight (``_weight``) divided by ``step`` and rounded to the nearest integer (uint8)."""
-    out = np.empty(len(doc_ids), dtype=np.uint8)
-    for term in range(len(indptr) - 1):
+def impact_columns_of(indptr, doc_ids, tfs, idf, length_norm, lengths, k1_plus_1, step, terms):  # type: ignore[no-untyped-def]
+    """The impacts of ``terms`` as columns, one uint8 per document (0 where the term is absent)."""
+    out = np.zeros((len(terms), len(lengths)), dtype=np.uint8)
+    for slot in range(len(terms)):
+        term = terms[slot]
         for posting in range(indptr[term], indptr[term + 1]):
-            weight = _weight(idf[term], tfs[posting], k1_plus_1, length_norm[lengths[doc_ids[posting]]])
-            out[posting] = min(IMPACT_LEVELS, int(weight / step + 0.5))
+            doc = doc_ids[posting]
+            out[slot, doc] = _quantise(_weight(idf[term], tfs[posting], k1_plus_1, length_norm[lengths[doc]]), step)
     return out
+
+
+@numba.njit(cache=True, inline="always")
+def _scatter_impacts(index, term, count, posting, stop, first, local, table, length):  # type: ignore[no-untyped-def]
+    """``local[doc - first] += count * impact`` for postings ``posting .. stop - 1`` of ``term``, each impact
+    computed as it is read; returns the length it ended at. Documents are numbered by length, so along a list
+    the length only grows (``length_start[l]``: the first document of length ``l`` or more): the impacts of tf 1
+    .. ``len(table) - 1`` are quantised into ``table`` once per length, a larger tf's when met. ``table`` holds
+    those of ``length`` (from an earlier call on the same list; -1: none yet)."""
+    doc_ids, tfs, idf, length_norm, lengths, k1_plus_1 = index[1], index[2], index[3], index[4], index[5], index[7]
+    length_start, step = index[16], index[17]
+    term_idf = idf[term]
+    next_start = length_start[length + 1] if length >= 0 else -1
+    for p in range(posting, stop):
+        doc = doc_ids[p]
+        if doc >= next_start:
+            if length < 0:
+                length = int(lengths[doc])
+            while length_start[length + 1] <= doc:
+                length += 1
+            next_start = length_start[length + 1]
+            for tf in range(1, len(table)):
+                table[tf] = _quantise(_weight(term_idf, tf, k1_plus_1, length_norm[length]), step)
+        tf = tfs[p]
+        if tf < len(table):
+            local[doc - first] += count * table[tf]
+        else:
+            local[doc - first] += count * _quantise(_weight(term_idf, tf, k1_plus_1, length_norm[length]), step)
+    return length
 
 
 # Pass 1 never holds the sums of every document: it makes them ``block`` documents at a time in a buffer a
@@ -492,8 +528,8 @@ def _impact_block_bounds(index, terms, counts, n_blocks, block):  # type: ignore
     """Each block's bound (the largest integer sum a document of it can have for the query) and, for each term
     without an impact column, where its postings of each block start (``starts[i, b]``; ``starts[i, n_blocks]``
     is its end)."""
-    indptr, doc_ids = index[0], index[1]
-    impacts, impact_slot, block_max = index[18], index[19], index[21]
+    indptr, doc_ids, tfs, idf, length_norm, lengths, _, k1_plus_1 = index[:8]
+    step, impact_slot, block_max = index[17], index[18], index[20]
     bounds = np.zeros(n_blocks, np.int64)
     starts = np.empty((len(terms), n_blocks + 1), np.int64)
     for i in range(len(terms)):
@@ -508,7 +544,8 @@ def _impact_block_bounds(index, terms, counts, n_blocks, block):  # type: ignore
             starts[i, b] = posting
             limit, top = (b + 1) * block, 0
             while posting < end and doc_ids[posting] < limit:
-                top = max(top, int(impacts[posting]))
+                norm = length_norm[lengths[doc_ids[posting]]]
+                top = max(top, _quantise(_weight(idf[term], tfs[posting], k1_plus_1, norm), step))
                 posting += 1
             bounds[b] += count * top
         starts[i, n_blocks] = end
@@ -540,9 +577,9 @@ def _impact_candidates(index, terms, counts, k, by_bound, local, candidates):  #
     ``candidates`` (their number returned; -1 if none can be excluded); blocks in document order, or highest
     bound first, skipping those that cannot hold a candidate (``by_bound``: ``impact_blocks``). ``local``
     (uint16, ``impact_buffer_length`` long) is zero on entry and left zero."""
-    indptr, doc_ids, impacts, impact_slot, impact_columns = index[0], index[1], index[18], index[19], index[20]
+    indptr, impact_slot, impact_columns = index[0], index[18], index[19]
     n_docs, words = len(index[5]), int(counts.sum())
-    block = index[22] if by_bound else index[23]
+    block = index[21] if by_bound else index[22]
     n_blocks = (n_docs + block - 1) // block
     # The query's impact columns (slot, count) and its other terms (position in ``terms``, cursor, count).
     slots, column_counts, n_columns = np.empty(len(terms), np.int64), np.empty(len(terms), np.uint16), 0
@@ -563,6 +600,7 @@ def _impact_candidates(index, terms, counts, k, by_bound, local, candidates):  #
     heap = np.zeros(k, np.int64)  # the k largest sums seen (zeros until k are positive: k <= n_docs)
     kept, n_kept = np.empty(1024, np.int64), 0  # candidates so far, each (doc << 16) | sum
     chunk_max = np.empty(len(local) // IMPACT_CHUNK, local.dtype)
+    tables, length_at = np.zeros((len(listed), IMPACT_TABLE_TF), np.int64), np.full(len(listed), -1, np.int64)
     for b in order:
         cutoff = max(1, heap[0] - words - 1)
         if by_bound and bounds[b] < cutoff:
@@ -573,12 +611,12 @@ def _impact_candidates(index, terms, counts, k, by_bound, local, candidates):  #
         _add_columns(local, impact_columns, slots, column_counts, first, size)
         for j in range(len(listed)):
             i = listed[j]
-            count, posting, end = np.uint16(counts[i]), cursor[j], indptr[terms[i] + 1]
-            if by_bound:
-                posting = starts[i, b]
-            stop = _gallop(doc_ids, posting, end, first + size)
-            for p in range(posting, stop):
-                local[doc_ids[p] - first] += count * impacts[p]
+            posting = starts[i, b] if by_bound else cursor[j]
+            stop = _gallop(index[1], posting, indptr[terms[i] + 1], first + size)
+            length = -1 if by_bound else length_at[j]  # blocks by bound: not in list order
+            length_at[j] = _scatter_impacts(
+                index, terms[i], np.uint16(counts[i]), posting, stop, first, local, tables[j], length
+            )
             cursor[j] = stop
         for chunk in range(n_chunks):  # a fixed trip count, so the loop is vectorised
             offset, top = chunk * IMPACT_CHUNK, local[chunk * IMPACT_CHUNK]
@@ -646,8 +684,8 @@ def search_impact(index, terms, counts, k, by_bound, local, candidates, out_docs
     ``index`` is ``SparseBM25._kernel_input()``; ``local`` (uint16, ``impact_buffer_length`` long) is zero on
     entry and left zero; ``candidates`` (int32) has one slot per document.
     """
-    indptr, doc_ids, tfs, idf, length_norm, lengths, upper, k1_plus_1, column_slot, column_tfs = index[:10]
-    original = index[17]
+    indptr, doc_ids, tfs, idf, length_norm, lengths, upper, k1_plus_1 = index[:8]
+    original = index[15]
     if counts.sum() > IMPACT_MAX_WORDS:
         return False
     n_candidates = _impact_candidates(index, terms, counts, k, by_bound, local, candidates)
@@ -658,7 +696,7 @@ def search_impact(index, terms, counts, k, by_bound, local, candidates, out_docs
         term, count, cursor = terms[i], counts[i], indptr[terms[i]]
         for j in range(n_candidates):  # ascending documents: the cursor only moves forward
             doc = candidates[j]
-            tf, cursor = _tf_of(indptr, doc_ids, tfs, column_slot, column_tfs, term, cursor, doc)
+            tf, cursor = _tf_of(indptr, doc_ids, tfs, term, cursor, doc)
             if tf:
                 scores[j] += count * _weight(idf[term], tf, k1_plus_1, length_norm[lengths[doc]])
     heap_scores, heap_docs, size = np.empty(k), np.empty(k, dtype=np.int64), 0
@@ -677,9 +715,8 @@ def _search_taat(index, prune, terms, counts, k, acc, touched, out_docs, out_sco
     ``index`` is ``SparseBM25._kernel_input()``. ``acc`` (float64) and ``touched`` (int32) have one slot per
     document; ``acc`` is zero on entry.
     """
-    (indptr, doc_ids, tfs, idf, length_norm, lengths, upper, k1_plus_1,
-     column_slot, column_tfs, weights, dense_slot, dense_rows) = index[:13]  # fmt: skip
-    original = index[17]
+    indptr, doc_ids, tfs, idf, length_norm, lengths, upper, k1_plus_1, weights, dense_slot, dense_rows = index[:11]
+    original = index[15]
     n_terms = len(terms)
     bounds, order = _bound_order(terms, counts, upper)
     remaining = np.zeros(n_terms + 1)  # remaining[i]: the bounds of terms order[i:] summed
@@ -708,7 +745,7 @@ def _search_taat(index, prune, terms, counts, k, acc, touched, out_docs, out_sco
                 full = acc[doc]
                 for later in range(i, n_terms):
                     other = terms[order[later]]
-                    tf = _tf_of(indptr, doc_ids, tfs, column_slot, column_tfs, other, indptr[other], doc)[0]
+                    tf = _tf_of(indptr, doc_ids, tfs, other, indptr[other], doc)[0]
                     if tf:
                         full += counts[order[later]] * _weight(idf[other], tf, k1_plus_1, length_norm[lengths[doc]])
                 heap_scores[j] = full
@@ -766,7 +803,7 @@ def _search_taat(index, prune, terms, counts, k, acc, touched, out_docs, out_sco
                     if acc[doc] + remaining[i] < floor:
                         break
                     term = terms[order[i]]
-                    tf, cursors[i] = _tf_of(indptr, doc_ids, tfs, column_slot, column_tfs, term, cursors[i], doc)
+                    tf, cursors[i] = _tf_of(indptr, doc_ids, tfs, term, cursors[i], doc)
                     if tf:
                         acc[doc] += counts[order[i]] * _weight(idf[term], tf, k1_plus_1, length_norm[lengths[doc]])
                 else:
@@ -867,7 +904,7 @@ def _search_parallel(  # type: ignore[no-untyped-def]
     for chunk in numba.prange(n_chunks):
         first, last = chunk * n_queries // n_chunks, (chunk + 1) * n_queries // n_chunks
         acc, touched = np.zeros(n_docs), np.empty(n_docs, dtype=np.int32)
-        sums = np.zeros(impact_buffer_length(n_docs, index[22], index[23]), dtype=np.uint16)
+        sums = np.zeros(impact_buffer_length(n_docs, index[21], index[22]), dtype=np.uint16)
         _search_queries(
             index, forced, impact_min, q_indptr, q_rows, first, last, acc, touched, sums, out_docs, out_scores,
             out_traversals,
@@ -979,9 +1016,9 @@ class SparseBM25:
     """Compact BM25 index (seed-000 formula, ``retrieval.core.tokenize`` tokens), equal to ``BM25Index``.
 
     ``vocabulary`` maps a term to its row; row ``t``'s postings are ``doc_ids[indptr[t]:indptr[t + 1]]``
-    with frequencies ``tfs[...]``, in internal numbers (shortest document first; ``lengths`` and
-    ``column_tfs`` too); internal document ``i`` is corpus document ``original_ids[i]``, and every result
-    (``scores``, ``top_k_batch``) is in corpus positions. ``fit`` replaces the whole index; queries never mutate it.
+    with frequencies ``tfs[...]``, in internal numbers (shortest document first; ``lengths`` too); internal
+    document ``i`` is corpus document ``original_ids[i]``, and every result (``scores``, ``top_k_batch``) is in
+    corpus positions. ``fit`` replaces the whole index; queries never mutate it.
     ``traversal`` ("auto" or one of ``TRAVERSALS``) forces how queries walk the lists; ``traversals`` counts
     the queries each traversal answered. The class attributes below choose the auto path (tests set them per
     instance to cover each one).
@@ -1014,8 +1051,6 @@ class SparseBM25:
         self.upper = np.empty(0, dtype=np.float64)
         self.lengths = np.empty(0, dtype=np.uint8)
         self.length_norm = np.empty(0, dtype=np.float64)
-        self.columns = np.empty(0, dtype=np.int64)
-        self.column_tfs = np.empty((0, 0), dtype=np.uint8)
         self.block_upper = np.empty(0, dtype=np.float64)
         self.original_ids = np.empty(0, dtype=np.int32)
         self._workspace = threading.local()
@@ -1032,9 +1067,9 @@ class SparseBM25:
 
     @property
     def memory_nbytes(self) -> int:
-        """``nbytes`` plus what is derived in memory at fit and load: quantised impacts (one byte per posting, and
-        impact columns), and on a small index its weights and dense rows."""
-        derived = (self._weights, self._dense_rows, self._impacts, self._impact_columns, self._impact_block_max)
+        """``nbytes`` plus what is derived in memory at fit and load: the impact columns (one byte per document
+        each) and their block maxima, and on a small index its weights and dense rows."""
+        derived = (self._weights, self._dense_rows, self._impact_columns, self._impact_block_max, self._length_start)
         return self.nbytes + sum(array.nbytes for array in derived)
 
     @property
@@ -1104,13 +1139,6 @@ class SparseBM25:
         weight_inputs = (indptr, doc_ids, tfs, self.idf, self.length_norm, self.lengths, self.k1 + 1.0)
         self.upper = _upper_bounds(*weight_inputs)
         self.block_upper = block_upper_bounds(*weight_inputs, self.block_postings)
-        # Columns serve lookups on a large index; a materialised (small) one gallops through its short lists.
-        frequent = df >= max(1.0, COLUMN_MIN_DF_SHARE * n_docs)
-        self.columns = np.empty(0, np.int64) if self._materialised else np.flatnonzero(frequent)
-        self.column_tfs = np.zeros((len(self.columns), n_docs), dtype=tf_dtype)
-        for slot, term in enumerate(self.columns):
-            span = slice(indptr[term], indptr[term + 1])
-            self.column_tfs[slot, doc_ids[span]] = tfs[span]
         self._materialise()
         return self
 
@@ -1131,10 +1159,10 @@ class SparseBM25:
         """Everything the kernels read, in the order they unpack it."""
         return (
             self.indptr, self.doc_ids, self.tfs, self.idf, self.length_norm, self.lengths, self.upper, self.k1 + 1.0,
-            self._column_slot, self.column_tfs, self._weights, self._dense_slot, self._dense_rows,
+            self._weights, self._dense_slot, self._dense_rows,
             self._block_indptr, self.block_upper, self.block_postings, self.window_docs, self.original_ids,
-            self._impacts, self._impact_slot, self._impact_columns, self._impact_block_max, self._impact_block,
-            self.impact_stream_docs,
+            self._length_start, self._impact_step, self._impact_slot, self._impact_columns, self._impact_block_max,
+            self._impact_block, self.impact_stream_docs,
         )  # fmt: skip
 
     def _materialise(self) -> None:
@@ -1143,8 +1171,6 @@ class SparseBM25:
 
         Weights are computed by ``_weight`` itself, so the numbers do not change.
         """
-        self._column_slot = np.full(len(self.idf), -1, dtype=np.int64)
-        self._column_slot[self.columns] = np.arange(len(self.columns))
         self._block_indptr = block_indptr_of(self.indptr, self.block_postings)
         self._materialise_impacts()
         self._weights = np.empty(0)
@@ -1165,21 +1191,19 @@ class SparseBM25:
             self._dense_rows[slot, self.doc_ids[span]] = self._weights[span]
 
     def _materialise_impacts(self) -> None:
-        """Derive the impact traversal's inputs (``search_impact``): every posting's weight quantised to uint8 in
-        steps of the largest weight / ``IMPACT_LEVELS``, and the impacts of terms in at least
+        """Derive the impact traversal's inputs (``search_impact``): the step (the largest weight /
+        ``IMPACT_LEVELS``), the first document of each length, and the impacts of terms in at least
         ``IMPACT_COLUMN_MIN_DF_SHARE`` of the documents as columns (one byte per document, 0 where absent), with
         each column's largest impact per block of ``impact_block_docs`` documents (``impact_blocks``)."""
-        step = float(self.upper.max()) / IMPACT_LEVELS if len(self.upper) and self.upper.max() > 0 else 1.0
-        inputs = (self.indptr, self.doc_ids, self.tfs, self.idf, self.length_norm, self.lengths, self.k1 + 1.0)
-        self._impacts = impacts_of(*inputs, step)
+        self._impact_step = float(self.upper.max()) / IMPACT_LEVELS if len(self.upper) and self.upper.max() > 0 else 1.0
+        longest = int(self.lengths[-1]) if self.n_docs else 0  # documents are numbered shortest first
+        self._length_start = np.searchsorted(self.lengths, np.arange(longest + 2)).astype(np.int64)
         df = np.diff(self.indptr)
         frequent = np.flatnonzero(df >= max(1.0, IMPACT_COLUMN_MIN_DF_SHARE * self.n_docs))
         self._impact_slot = np.full(len(self.idf), -1, dtype=np.int64)
         self._impact_slot[frequent] = np.arange(len(frequent))
-        self._impact_columns = np.zeros((len(frequent), self.n_docs), dtype=np.uint8)
-        for slot, term in enumerate(frequent):
-            span = slice(self.indptr[term], self.indptr[term + 1])
-            self._impact_columns[slot, self.doc_ids[span]] = self._impacts[span]
+        inputs = (self.indptr, self.doc_ids, self.tfs, self.idf, self.length_norm, self.lengths, self.k1 + 1.0)
+        self._impact_columns = impact_columns_of(*inputs, self._impact_step, frequent)
         self._impact_block = self.impact_block_docs  # the block size of these maxima, whatever is set later
         block_starts = np.arange(0, self.n_docs, self._impact_block)
         self._impact_block_max = np.zeros((len(frequent), len(block_starts)), dtype=np.uint8)

@@ -177,33 +177,30 @@ def test_pruned_top_k_is_exact_on_a_zipfian_corpus() -> None:
     pruned = [q for q, n in zip(queries, postings, strict=True) if n >= fast.impact_min_postings_below]
     assert len(pruned) >= 30  # most queries take the pruned path
     column_terms = {fast.vocabulary[w] for w in set().union(*pruned) if w in fast.vocabulary} & set(
-        fast.columns.tolist()
+        np.flatnonzero(fast._impact_slot >= 0).tolist()
     )
-    assert len(column_terms) >= 5  # ... and look frequent terms up in their tf columns
+    assert len(column_terms) >= 5  # ... and add frequent terms' impacts from their columns
     for k in (10, 100):
         assert_same_top_k(fast, ref, queries, k)
         for query in queries[:10]:
             assert_same_top_k(fast, ref, [query], k)
 
 
-def test_lengths_and_tf_columns_hold_the_corpus_and_weights_are_bit_identical() -> None:
+def test_lengths_hold_the_corpus_and_weights_are_bit_identical() -> None:
     """Documents are numbered shortest first, ties in corpus order, and keep their lengths (one norm per
-    length); on an index that prunes, terms in at least an eighth of the documents a column of their tfs. A
-    one-word query's scores are the reference's, in corpus order, to the last bit."""
+    length; ``_length_start`` finds each length's first document). A one-word query's scores are the
+    reference's, in corpus order, to the last bit."""
     rng = np.random.default_rng(11)
     words = [f"w{i}" for i in range(300)]
     corpus = [[words[min(z, 299)] for z in rng.zipf(1.3, size=rng.integers(0, 90)) - 1] for _ in range(2_000)]
-    fast, ref = fitted(corpus, "pruned"), BM25Index().fit(corpus)  # columns are built where pruning runs
-    assert fitted(corpus, "materialised").columns.size == 0
+    fast, ref = fitted(corpus, "pruned"), BM25Index().fit(corpus)
     by_length = sorted(range(len(corpus)), key=lambda doc: (len(corpus[doc]), doc))
     assert fast.original_ids.tolist() == by_length
     assert fast.lengths.tolist() == [len(corpus[doc]) for doc in by_length]
+    for length in range(max(map(len, corpus)) + 2):
+        first = next((i for i, doc in enumerate(by_length) if len(corpus[doc]) >= length), len(corpus))
+        assert fast._length_start[length] == first
     df = Counter(word for doc in corpus for word in set(doc))
-    frequent = sorted(fast.vocabulary[word] for word, count in df.items() if 8 * count >= len(corpus))
-    assert fast.columns.tolist() == frequent and len(frequent) >= 5
-    for slot, row in enumerate(fast.columns):
-        word = next(word for word, r in fast.vocabulary.items() if r == row)
-        assert fast.column_tfs[slot].tolist() == [corpus[doc].count(word) for doc in by_length]
     for word in list(df)[:60]:
         np.testing.assert_array_equal(fast.scores([word]), ref.scores([word]))
 

@@ -23,9 +23,11 @@ from retrieval.core.bm25_fast import (
     BLOCK_POSTINGS,
     IMPACT_LEVELS,
     IMPACT_MAX_WORDS,
+    IMPACT_TABLE_TF,
     TRAVERSALS,
     SparseBM25,
     _impact_block_bounds,
+    _scatter_impacts,
 )
 
 VOCAB = [f"t{i}" for i in range(12)]
@@ -191,11 +193,11 @@ def test_impact_block_bounds_are_each_blocks_largest_sum_of_term_maxima() -> Non
     counts = np.array([1.0, 2.0, 1.0, 3.0, 1.0, 1.0, 2.0])
     assert 0 < sum(index._impact_slot[terms] >= 0) < len(terms)  # both kinds of term
     expected = np.zeros(n_blocks, dtype=np.int64)
+    impacts = reference_impacts(index, BM25Index().fit(corpus))
     for term, count in zip(terms.tolist(), counts.tolist(), strict=True):
         tops = [0] * n_blocks
-        for posting in range(index.indptr[term], index.indptr[term + 1]):
-            block = int(index.doc_ids[posting]) // 100
-            tops[block] = max(tops[block], int(index._impacts[posting]))
+        for doc, impact in impacts[term].items():
+            tops[doc // 100] = max(tops[doc // 100], impact)
         expected += int(count) * np.array(tops)
         if index._impact_slot[term] >= 0:
             assert index._impact_block_max[index._impact_slot[term]].tolist() == tops
@@ -209,23 +211,48 @@ def test_impact_block_bounds_are_each_blocks_largest_sum_of_term_maxima() -> Non
                 assert np.all(inside == block)
 
 
-def test_impacts_are_the_reference_weights_rounded_to_the_step() -> None:
-    """Each posting's impact is its ``BM25Index`` weight over the step (largest weight / ``IMPACT_LEVELS``),
-    rounded to the nearest integer; terms in many documents hold the same impacts in a column."""
-    corpus, _ = zipf_corpus(11, 3000)
-    index, reference = SparseBM25().fit(corpus), BM25Index().fit(corpus)
+def reference_impacts(index: SparseBM25, reference: BM25Index) -> dict[int, dict[int, int]]:
+    """Each term's impacts by the reference's own weights: ``{row: {internal doc: round(weight / step)}}``, the
+    step being the reference's largest weight / ``IMPACT_LEVELS``."""
     step = max(w for postings in reference._postings.values() for _, w in postings) / IMPACT_LEVELS
     internal = {doc: position for position, doc in enumerate(index.original_ids.tolist())}
-    columns = 0
-    for term, row in index.vocabulary.items():
-        start = index.indptr[row]
-        for offset, (doc, weight) in enumerate(sorted((internal[d], w) for d, w in reference._postings[term])):
-            assert abs(weight - index._impacts[start + offset] * step) <= step * (0.5 + 1e-9)
-            if index._impact_slot[row] >= 0:
-                assert index._impact_columns[index._impact_slot[row], doc] == index._impacts[start + offset]
-        columns += index._impact_slot[row] >= 0
-    assert 0 < columns == len(index._impact_columns) < len(index.vocabulary)
-    assert index.memory_nbytes >= index.nbytes + len(index.doc_ids) + index._impact_columns.size
+    return {
+        row: {internal[doc]: min(IMPACT_LEVELS, int(weight / step + 0.5)) for doc, weight in reference._postings[term]}
+        for term, row in index.vocabulary.items()
+    }
+
+
+def test_impacts_are_the_reference_weights_rounded_to_the_step() -> None:
+    """Each posting's impact is its ``BM25Index`` weight over the step (largest weight / ``IMPACT_LEVELS``),
+    rounded to the nearest integer: stored in a column for terms in many documents, computed as the postings
+    are read for the others (a term's count times it added to each of its documents' sums)."""
+    corpus, _ = zipf_corpus(11, 3000)
+    corpus += [["w1", "often"], ["often"] * 12, ["w2"] * 3 + ["often"] * 9]  # tfs beyond the per-length table
+    index, reference = SparseBM25().fit(corpus), BM25Index().fit(corpus)
+    expected, kernel_input = reference_impacts(index, reference), index._kernel_input()
+    table = np.zeros(IMPACT_TABLE_TF, np.int64)
+    n_columns = 0
+    for row, impacts in expected.items():
+        wanted = np.zeros(index.n_docs, np.int64)
+        wanted[list(impacts)] = list(impacts.values())
+        if index._impact_slot[row] >= 0:
+            assert index._impact_columns[index._impact_slot[row]].tolist() == wanted.tolist()
+            n_columns += 1
+            continue
+        start, end = index.indptr[row], index.indptr[row + 1]
+        for count in (1, 3):
+            local = np.zeros(index.n_docs, np.uint16)
+            _scatter_impacts(kernel_input, row, np.uint16(count), start, end, 0, local, table, -1)
+            assert local.tolist() == (count * wanted).tolist()
+        # In two calls, the second going on from the first one's length and table (as pass 1 reads a list).
+        local, middle = np.zeros(index.n_docs, np.uint16), (start + end) // 2
+        length = _scatter_impacts(kernel_input, row, np.uint16(1), start, middle, 0, local, table, -1)
+        _scatter_impacts(kernel_input, row, np.uint16(1), middle, end, 0, local, table, length)
+        assert local.tolist() == wanted.tolist()
+    assert 0 < n_columns == len(index._impact_columns) < len(index.vocabulary)
+    often = index.vocabulary["often"]
+    assert index._impact_slot[often] < 0 and max(index.tfs[index.indptr[often] : index.indptr[often + 1]]) >= 9
+    assert index.memory_nbytes >= index.nbytes + index._impact_columns.size
 
 
 def near_ties(seed: int, n_docs: int) -> tuple[list[list[str]], list[list[str]]]:
