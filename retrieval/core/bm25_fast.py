@@ -87,7 +87,7 @@ IMPACT_COLUMN_MIN_DF_SHARE = 1 / 14
 IMPACT_MAX_WORDS = np.iinfo(np.uint16).max // IMPACT_LEVELS
 IMPACT_CHUNK = 256
 # Impacts of a term with no column are computed as its postings are read; those of tf 1 .. IMPACT_TABLE_TF - 1
-# once per length (``_scatter_impacts``).
+# at most once per length (``_scatter_impacts``).
 IMPACT_TABLE_TF = 8
 # Pass 1 of the impact traversal (``_impact_candidates``) makes the sums IMPACT_STREAM_DOCS documents at a time
 # (1 MB of uint16, a core's L2 here; 2^19 to 2^21 measured alike at 10M passages, 2^14 and the whole index
@@ -466,9 +466,10 @@ def impact_columns_of(indptr, doc_ids, tfs, idf, length_norm, lengths, k1_plus_1
 def _scatter_impacts(index, term, count, posting, stop, first, local, table, length):  # type: ignore[no-untyped-def]
     """``local[doc - first] += count * impact`` for postings ``posting .. stop - 1`` of ``term``, each impact
     computed as it is read; returns the length it ended at. Documents are numbered by length, so along a list
-    the length only grows (``length_start[l]``: the first document of length ``l`` or more): the impacts of tf 1
-    .. ``len(table) - 1`` are quantised into ``table`` once per length, a larger tf's when met. ``table`` holds
-    those of ``length`` (from an earlier call on the same list; -1: none yet)."""
+    the length only grows (``length_start[l]``: the first document of length ``l`` or more): ``table[tf]``
+    keeps the impact of each tf below ``len(table)`` met at the current length (-1: not met yet), a larger
+    tf's is computed each time. ``table`` holds those of ``length`` (from an earlier call on the same list; a
+    ``length`` of -1: none)."""
     doc_ids, tfs, idf, length_norm, lengths, k1_plus_1 = index[1], index[2], index[3], index[4], index[5], index[7]
     length_start, step = index[16], index[17]
     term_idf = idf[term]
@@ -476,18 +477,18 @@ def _scatter_impacts(index, term, count, posting, stop, first, local, table, len
     for p in range(posting, stop):
         doc = doc_ids[p]
         if doc >= next_start:
-            if length < 0:
-                length = int(lengths[doc])
+            length = int(lengths[doc]) if length < 0 else length
             while length_start[length + 1] <= doc:
                 length += 1
             next_start = length_start[length + 1]
-            for tf in range(1, len(table)):
-                table[tf] = _quantise(_weight(term_idf, tf, k1_plus_1, length_norm[length]), step)
+            table[:] = -1
         tf = tfs[p]
-        if tf < len(table):
-            local[doc - first] += count * table[tf]
-        else:
-            local[doc - first] += count * _quantise(_weight(term_idf, tf, k1_plus_1, length_norm[length]), step)
+        impact = table[tf] if tf < len(table) else -1
+        if impact < 0:
+            impact = _quantise(_weight(term_idf, tf, k1_plus_1, length_norm[length]), step)
+            if tf < len(table):
+                table[tf] = impact
+        local[doc - first] += count * impact
     return length
 
 
@@ -1238,8 +1239,9 @@ class SparseBM25:
                 acc, touched, sums = self._scratch()
                 n, out = len(queries_tokens), (docs, scores, chosen)
                 _search_queries(index, forced, impact_min, q_indptr, q_rows, 0, n, acc, touched, sums, *out)
-            for code, count in zip(*np.unique(chosen, return_counts=True), strict=True):
-                self.traversals[TRAVERSALS[code]] += int(count)
+            for code, count in enumerate(np.bincount(chosen, minlength=len(TRAVERSALS)).tolist()):
+                if count:
+                    self.traversals[TRAVERSALS[code]] += count
         return docs, scores
 
     def _scratch(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -51,7 +51,7 @@ class OpenVinoRuntime:
     """OpenVINO sessions of the int8 file on one thread each (``onnx_sessions``); a corpus runs several batches
     at once, each on its own session.
 
-    ``recipe``: the file's export recipe (``onnx_recipe``) and how OpenVINO ran it (activation group, the
+    ``recipe`` (``int8_recipe``): the file's export recipe and how OpenVINO ran it (activation group, the
     precision of the other operations), which the embedder puts in its params.
     """
 
