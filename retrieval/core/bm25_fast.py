@@ -861,9 +861,10 @@ def _choose(forced, postings, impact_min):  # type: ignore[no-untyped-def]
     documents if more), where its fixed costs (scanning the whole integer accumulator) exceed walking the
     lists: those are scored exhaustively. Term and
     document at a time never win any more; they stay, forced only, as the exact references of the pruning
-    arguments they embody. Impacts by blocks (``impact_blocks``, round 4) run only when forced too: at 10M
-    real passages they were faster on queries with few frequent words and slower in the tail (p95 13.5 vs
-    12.5 ms; benchmarks/results.md, issue 35 round 4).
+    arguments they embody. Impacts by blocks (``impact_blocks``) run only when forced too: since ``impact``
+    makes its sums in blocks as well (round 5), they lost on every bucket of 10M real passages (p50 / p95 12.2 /
+    25.3 ms against 4.6 / 8.5; ``bench_bm25_traversals.py --passages 10000000 --corpus real --traversals impact
+    impact_blocks``).
     """
     if forced >= 0:
         return forced

@@ -166,6 +166,25 @@ def test_auto_chooses_impacts_unless_a_query_has_few_postings_and_counts_each_ch
     assert index.traversals == {"exhaustive": few + fallback, "impact": len(enough) - fallback}
 
 
+def test_impact_sums_made_in_blocks_of_any_size_give_the_exhaustive_arrays() -> None:
+    """Pass 1 makes its sums ``impact_stream_docs`` documents at a time (a uint16 buffer of the larger of that and
+    ``impact_block_docs``, in whole chunks, never longer than the index): the whole index in one block, then
+    blocks of 300 and of 1,000 set between queries on the same index; every time the arrays are the
+    exhaustive traversal's."""
+    corpus, asked = zipf_corpus(23, 4000)
+    index = SparseBM25(traversal="impact")
+    index.materialise_max_postings, index.impact_block_docs = 0, 256
+    index.fit(corpus)
+    expected = SparseBM25(traversal="exhaustive").fit(corpus).top_k_batch(asked, 10)
+    assert index.n_docs == 4000
+    for block, buffer in ((index.impact_stream_docs, 4096), (300, 512), (1000, 1024)):
+        index.impact_stream_docs = block
+        got = index.top_k_batch(asked, 10)
+        assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
+        assert len(index._scratch()[2]) == buffer
+    assert index.traversals["impact"] > 2 * len(asked)
+
+
 def test_impacts_by_blocks_keep_the_block_size_their_maxima_were_made_with() -> None:
     """Forced ``impact_blocks`` on blocks of 512 documents, the block size then set to 7 after fit: the block
     maxima keep the size they were made with, and the arrays are the exhaustive traversal's."""
