@@ -6,7 +6,7 @@ same passages; then every query's top-10 is checked equal on both sides (``same_
 are the queries timed, ours and bm25s interleaved, best of ``--repeat`` calls per query. Printed, one row per
 (corpus, size): p50 / p95 / p99 in ms on both sides, the ratios (bm25s time / ours, > 1: ours faster),
 index bytes per passage on both sides (ours: what ``save`` writes, and in parentheses ``memory_nbytes``, with
-what is derived at load: quantised impacts, materialised weights), and how many queries each of our traversals
+what is derived at load: impact columns, materialised weights), and how many queries each of our traversals
 answered.
 
     python benchmarks/bench_bm25_latency.py                                    # 10k, 100k, 200k; both corpora

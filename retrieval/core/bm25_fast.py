@@ -854,17 +854,16 @@ def _postings_of(indptr, terms):  # type: ignore[no-untyped-def]
 def _choose(forced, postings, impact_min):  # type: ignore[no-untyped-def]
     """The traversal of one query (``TRAVERSALS`` index): ``forced`` unless it is -1 ("auto").
 
-    Measured on both benchmark corpora at 10k, 100k, 200k and 1M passages (each traversal forced on every
-    query, ``benchmarks/bench_bm25_traversals.py``; benchmarks/results.md, issue 35 round 3): the impact
-    traversal was the fastest on every bucket of query length and frequency, at every size, except on queries
-    with fewer postings than ``impact_min`` (``SparseBM25.impact_min_postings_below``: 4,096, or 1/64 of the
-    documents if more), where its fixed costs (scanning the whole integer accumulator) exceed walking the
-    lists: those are scored exhaustively. Term and
-    document at a time never win any more; they stay, forced only, as the exact references of the pruning
-    arguments they embody. Impacts by blocks (``impact_blocks``) run only when forced too: since ``impact``
-    makes its sums in blocks as well (round 5), they lost on every bucket of 10M real passages (p50 / p95 12.2 /
-    25.3 ms against 4.6 / 8.5; ``bench_bm25_traversals.py --passages 10000000 --corpus real --traversals impact
-    impact_blocks``).
+    Measured on both benchmark corpora at 10k, 100k, 200k and 1M passages (each traversal forced on every query,
+    ``benchmarks/bench_bm25_traversals.py``; benchmarks/results.md, issue 35 round 3): the impact traversal was the
+    fastest on every bucket of query length and frequency, at every size, except on queries with fewer postings than
+    ``impact_min`` (``SparseBM25.impact_min_postings_below``: 4,096, or 1/64 of the documents if more), where its
+    fixed costs (making and scanning the integer sums of every document) exceed walking the lists: those are scored
+    exhaustively. Term and document at a time never win any more; they stay, forced only, as the exact references of
+    the pruning arguments they embody. Impacts by blocks (``impact_blocks``) run only when forced too: since
+    ``impact`` makes its sums in blocks as well (round 5), they lost on every bucket of 10M real passages (p50 / p95
+    12.2 / 25.3 ms against 4.6 / 8.5; ``bench_bm25_traversals.py --passages 10000000 --corpus real --traversals
+    impact impact_blocks``).
     """
     if forced >= 0:
         return forced

@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 
+from zerda_eval.hashing import canonical_json
 from zerda_eval.spec.experiment import CellSpec
 
 # Toy corpora whose widths (``_smallest_uint``) cover what real ones get: short documents (lengths in one
@@ -49,8 +50,6 @@ def prepare(cells: Sequence[CellSpec], say: Callable[[str], None] = print) -> di
 
 
 def _distinct_models(plans: Sequence[tuple[str, dict, Sequence[str]]]) -> list[tuple[str, dict]]:
-    from zerda_eval.hashing import canonical_json
-
     seen: dict[str, tuple[str, dict]] = {}
     for name, kwargs, _ in plans:
         seen.setdefault(canonical_json([name, kwargs]), (name, kwargs))
@@ -71,11 +70,11 @@ def compile_kernels() -> None:
     from zerda_eval.evaluation.measures import evaluate_run
 
     with tempfile.TemporaryDirectory(prefix="zerda-prepare-") as folder:
-        for corpus in (SHORT, LONG):
+        for name, corpus in (("short", SHORT), ("long", LONG)):
+            SparseBM25().fit(corpus).save(f"{folder}/{name}")
+            # as the index store serves it: memory-mapped, read-only arrays (kernels of their own types)
+            index = SparseBM25.load(f"{folder}/{name}", mmap=True)
             for traversal in TRAVERSALS:
-                SparseBM25().fit(corpus).save(folder)
-                # as the index store serves it: memory-mapped, read-only arrays (kernels of their own types)
-                index = SparseBM25.load(folder, mmap=True)
                 index.traversal = traversal
                 for query in QUERIES:
                     index.top_k_batch([query], 2)

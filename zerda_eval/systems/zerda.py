@@ -202,8 +202,9 @@ class TunedKeywordRetriever(KeywordRetriever):
 
 
 def record_traversals(stats: dict[str, Any], scorer: AnalyzedBM25Scorer) -> None:
-    """``stats["bm25_traversals"]``: the fast engine's count of the queries each traversal (exhaustive, taat,
-    daat, impact) answered, which fills as the cell's queries run (its untimed warm-up query included)."""
+    """``stats["bm25_traversals"]``: the fast engine's count of the queries each of its traversals
+    (``bm25_fast.TRAVERSALS``) answered, which fills as the cell's queries run (its untimed warm-up query
+    included)."""
     if isinstance(scorer, SparseBM25Scorer):
         stats["bm25_traversals"] = scorer.traversals
 
