@@ -65,7 +65,7 @@ if _started_as_cli() and threading.current_thread() is threading.main_thread():
     signal.signal(signal.SIGINT, _hold_interrupt)
 
 from zerda_eval.errors import DatasetError, ZerdaEvalError  # noqa: E402
-from zerda_eval.execution.faults import fault_point  # noqa: E402
+from zerda_eval.faults import fault_point  # noqa: E402
 
 fault_point("at-startup")  # tests: ZERDA_EVAL_FAULT=interrupt-at-startup
 

@@ -22,13 +22,13 @@ import pandas as pd
 
 from zerda_eval.analysis.compare import COMPARE_KEYS, compare_to_baseline, parse_compare
 from zerda_eval.analysis.settings import AnalysisSettings, parse_analysis
+from zerda_eval.config.experiment import ExperimentSpec, load_experiment, resolve_experiment
 from zerda_eval.errors import ConfigError, unknown_value_message
 from zerda_eval.execution.executors import Scheduler, open_executor
 from zerda_eval.execution.runner import run_experiment
 from zerda_eval.fusion import FUSION_METHODS
 from zerda_eval.report import DEFAULT_FORMATS as DEFAULT_REPORT_FORMATS
 from zerda_eval.report import write_report
-from zerda_eval.spec.experiment import ExperimentSpec, load_experiment, resolve_experiment
 from zerda_eval.store.run_dir import (
     EXPERIMENT_FILE,
     check_run_dir,

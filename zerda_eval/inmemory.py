@@ -31,18 +31,18 @@ import pandas as pd
 
 from zerda_eval.analysis.compare import compare_to_baseline, parse_compare
 from zerda_eval.analysis.settings import AnalysisSettings
+from zerda_eval.config.experiment import DEFAULT_SEED
+from zerda_eval.config.tuning import DEFAULT_FOLDS
 from zerda_eval.errors import ConfigError, DataFormatError, unknown_value_message
 from zerda_eval.evaluation.measures import DEFAULT_MEASURES, aggregate_values, evaluate_run
-from zerda_eval.evaluation.ranking import Run
 from zerda_eval.execution.tuning import assign_folds, best_variant
 from zerda_eval.fusion import FUSION_METHODS, fuse_runs
 from zerda_eval.fusion.simplex import simplex_weights
+from zerda_eval.ranking import Run
 from zerda_eval.report.html import table_html
 from zerda_eval.report.latex import table_latex
 from zerda_eval.report.markdown import table_markdown
 from zerda_eval.report.tables import RunData, Table, comparison_table, metric_table
-from zerda_eval.spec.experiment import DEFAULT_SEED
-from zerda_eval.spec.tuning import DEFAULT_FOLDS
 from zerda_eval.store import run_files
 from zerda_eval.store.qrels_text import integer_grade
 

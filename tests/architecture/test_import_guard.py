@@ -32,10 +32,10 @@ CLEAN = {
     "retrieval/pipeline/fusion.py": "from retrieval.core import rrf_scores\n",
     "zerda_eval/__init__.py": "",
     "zerda_eval/errors.py": "",
-    "zerda_eval/spec/__init__.py": "",
-    "zerda_eval/spec/checks.py": "from zerda_eval.errors import ConfigError\n",
-    "zerda_eval/spec/experiment.py": "from zerda_eval.systems import build_system\n",
-    "zerda_eval/systems/__init__.py": "from zerda_eval.spec.checks import check_keys\n",
+    "zerda_eval/config/__init__.py": "",
+    "zerda_eval/checks.py": "from zerda_eval.errors import ConfigError\n",
+    "zerda_eval/config/experiment.py": "from zerda_eval.systems import build_system\n",
+    "zerda_eval/systems/__init__.py": "from zerda_eval.checks import check_keys\n",
 }
 
 
@@ -75,15 +75,15 @@ def test_a_cycle_through_another_package_init_fails(tmp_path):
 def test_a_cycle_through_import_module_fails(tmp_path):
     tree = plant(
         tmp_path,
-        {**CLEAN, "zerda_eval/errors.py": "import importlib\n\nimportlib.import_module('zerda_eval.spec.checks')\n"},
+        {**CLEAN, "zerda_eval/errors.py": "import importlib\n\nimportlib.import_module('zerda_eval.checks')\n"},
     )
-    assert ["zerda_eval.errors", "zerda_eval.spec.checks"] in cycles(import_graph(tree, ("zerda_eval",)))
+    assert ["zerda_eval.checks", "zerda_eval.errors"] in cycles(import_graph(tree, ("zerda_eval",)))
 
 
 def test_an_upward_import_fails(tmp_path):
-    upward = "def f():\n    from zerda_eval.spec import experiment\n"  # inside a function still counts
-    tree = plant(tmp_path, {**CLEAN, "zerda_eval/spec/checks.py": upward})
-    assert ("zerda_eval.spec.checks", "zerda_eval.spec.experiment") in upward_imports(
+    upward = "def f():\n    from zerda_eval.config import experiment\n"  # inside a function still counts
+    tree = plant(tmp_path, {**CLEAN, "zerda_eval/checks.py": upward})
+    assert ("zerda_eval.checks", "zerda_eval.config.experiment") in upward_imports(
         import_graph(tree, ("zerda_eval",)), LAYERS
     )
 

@@ -16,28 +16,23 @@ from tests.architecture.import_graph import crossings, cycles, import_graph, unl
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("retrieval", "zerda_eval")
 # Bottom to top: a module may import its own layer and any layer below, never above. A module belongs
-# to the layer of its longest matching entry. On the floor, with the errors they raise: ``evaluation.ranking``
-# (the run type and tie-break the run store writes), ``spec.checks`` (the one key checker, used by systems,
-# fusion and datasets too), ``execution.faults`` (the test fault hook, called by the store too) and their
-# packages' ``__init__`` files (which import nothing). The rest of ``evaluation`` sits above ``datasets``,
-# of ``spec`` above ``fusion``, of ``execution`` above ``spec``.
+# to the layer of its longest matching entry. On the floor, the package's top-level helper modules that every
+# layer may call: ``errors``, ``hashing``, ``ranking`` (the run type and THE tie-break), ``checks`` (the one key
+# checker) and ``faults`` (the test fault hook); each imports only the floor.
 LAYERS = (
     (
         "zerda_eval.errors",
         "zerda_eval.hashing",
-        "zerda_eval.evaluation.__init__",
-        "zerda_eval.evaluation.ranking",
-        "zerda_eval.spec.__init__",
-        "zerda_eval.spec.checks",
-        "zerda_eval.execution.__init__",
-        "zerda_eval.execution.faults",
+        "zerda_eval.ranking",
+        "zerda_eval.checks",
+        "zerda_eval.faults",
     ),
     ("zerda_eval.store",),
     ("zerda_eval.datasets",),
     ("zerda_eval.evaluation",),
     ("zerda_eval.systems",),
     ("zerda_eval.fusion",),
-    ("zerda_eval.spec",),
+    ("zerda_eval.config",),
     ("zerda_eval.execution",),
     ("zerda_eval.analysis",),
     ("zerda_eval.report",),
@@ -58,7 +53,7 @@ GRAPH = import_graph(ROOT, PACKAGES)
 
 def test_the_graph_sees_function_level_relative_and_package_imports():
     assert "zerda_eval.datasets" in GRAPH["zerda_eval.execution.cell"]  # in a function
-    assert "zerda_eval.errors" in GRAPH["zerda_eval.spec.experiment"]
+    assert "zerda_eval.errors" in GRAPH["zerda_eval.config.experiment"]
     # ``from retrieval.core.bm25 import ...`` outside retrieval.core runs retrieval/core/__init__.py too
     assert {"retrieval.core", "retrieval.core.tokenize"} <= GRAPH["retrieval.pipeline.sparse"]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from zerda_eval.spec.experiment import resolve_experiment
+from zerda_eval.config.experiment import resolve_experiment
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 FRAGMENT_MARK = "<!-- toml-fragment -->"

@@ -34,7 +34,7 @@ from tests.reliability.harness import (
     unfinished_cells,
     write_beir,
 )
-from zerda_eval.execution.faults import FAULT_ENV
+from zerda_eval.faults import FAULT_ENV
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -412,7 +412,7 @@ def test_disk_full_mid_grid_then_clean_resume(cli, tmp_path, monkeypatch):
 
 
 def python_m_zerda_eval(args: list[str], cwd: Path, fault: str = "", **kwargs) -> subprocess.Popen:
-    """``python -m zerda_eval`` in ``cwd``; ``fault``: a ``ZERDA_EVAL_FAULT`` (``execution.faults``)."""
+    """``python -m zerda_eval`` in ``cwd``; ``fault``: a ``ZERDA_EVAL_FAULT`` (``zerda_eval.faults``)."""
     env = {**os.environ, "IR_DATASETS_HOME": str(cwd / "ir_datasets"), "PYTHONPATH": str(REPO)}
     env.pop(FAULT_ENV, None)
     if fault:

@@ -202,7 +202,7 @@ def test_an_ascii_stderr_shows_an_error_naming_an_arabic_label_in_one_line(tmp_p
 def test_a_million_cell_grid_is_refused_within_a_second_naming_the_count_and_the_axes(cli, tmp_path):
     import time
 
-    from zerda_eval.spec.experiment import DEFAULT_MAX_CELLS
+    from zerda_eval.config.experiment import DEFAULT_MAX_CELLS
 
     k1 = [round(0.01 * i, 2) for i in range(1, 1001)]
     b = [round(0.001 * i, 3) for i in range(1000)]

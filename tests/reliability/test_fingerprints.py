@@ -269,8 +269,8 @@ def test_unusable_ir_datasets_home_is_one_line(where, tmp_path):
 
 
 def test_editing_a_scorer_invalidates_exactly_the_cells_that_use_it(monkeypatch, tmp_path):
-    from zerda_eval.spec import code_fingerprint
-    from zerda_eval.spec.experiment import load_experiment
+    from zerda_eval.config import code_fingerprint
+    from zerda_eval.config.experiment import load_experiment
 
     systems = [
         {"name": "bm25", "family": "zerda.keyword", "params": {"engine": "fast"}},
@@ -300,7 +300,7 @@ def test_editing_a_scorer_invalidates_exactly_the_cells_that_use_it(monkeypatch,
 
 
 def test_fingerprint_follows_imports_into_retrieval():
-    from zerda_eval.spec.code_fingerprint import modules_of
+    from zerda_eval.config.code_fingerprint import modules_of
 
     keyword = modules_of("zerda_eval.systems.zerda")
     assert {"retrieval.core.bm25_fast", "retrieval.core.bm25", "zerda_eval.store.indexes"} <= keyword

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zerda_eval.evaluation.measures import aggregate_values, evaluate_run
-from zerda_eval.evaluation.ranking import tie_break
+from zerda_eval.ranking import tie_break
 
 SETTINGS = settings(max_examples=60, deadline=None)
 MEASURES = ["ndcg@10", "mrr@10", "recall@100", "map@100", "precision@10", "ndcg@3", "precision@5"]

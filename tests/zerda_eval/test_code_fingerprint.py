@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from zerda_eval.spec import code_fingerprint
-from zerda_eval.spec.code_fingerprint import modules_of
+from zerda_eval.config import code_fingerprint
+from zerda_eval.config.code_fingerprint import modules_of
 
 
 @pytest.fixture

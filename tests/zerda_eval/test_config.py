@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from zerda_eval.config.experiment import load_experiment, resolve_experiment
 from zerda_eval.errors import ConfigError
-from zerda_eval.spec.experiment import load_experiment, resolve_experiment
 
 BASE = """
 [experiment]

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from zerda_eval.config.experiment import resolve_experiment
 from zerda_eval.errors import ConfigError, RunError
 from zerda_eval.execution.executors import (
     DaskExecutor,
@@ -27,7 +28,6 @@ from zerda_eval.execution.executors import (
     task_key,
 )
 from zerda_eval.execution.runner import run_experiment
-from zerda_eval.spec.experiment import resolve_experiment
 from zerda_eval.store.files import TMP_PREFIX
 
 CELL_FILES = {"run.trec", "per_query.csv", "result.json"}

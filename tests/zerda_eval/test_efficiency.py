@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from tests.conftest import experiment_header, write_trec_folder
+from zerda_eval.config.experiment import load_experiment
 from zerda_eval.evaluation.efficiency import RssWindow
 from zerda_eval.execution.runner import run_experiment
-from zerda_eval.spec.experiment import load_experiment
 
 DOCS = {"d1": "bm25 ranks by term frequency", "d2": "dense retrieval embeds text", "d3": "rank fusion of lists"}
 QUERIES = {"q1": "bm25 term frequency", "q2": "rank fusion", "q3": "dense text"}

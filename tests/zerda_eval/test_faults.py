@@ -1,4 +1,4 @@
-"""The test fault hook (``execution.faults``): it acts only at the point and passage it names."""
+"""The test fault hook (``zerda_eval.faults``): it acts only at the point and passage it names."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from zerda_eval.execution import faults
+from zerda_eval import faults
 
 
 @pytest.fixture

@@ -172,7 +172,7 @@ def test_a_builder_killed_mid_build_then_three_processes_build_once(tmp_path):
     import sys
     import time
 
-    from zerda_eval.execution.faults import FAULT_ENV
+    from zerda_eval.faults import FAULT_ENV
     from zerda_eval.store.files import build_lock
 
     cache, markers = tmp_path / "cache", tmp_path / "markers"

@@ -15,7 +15,7 @@ import pytrec_eval
 from tests.zerda_eval.test_measures import random_run_and_qrels
 from zerda_eval.errors import ConfigError
 from zerda_eval.evaluation.measures import MEASURE_NAMES, aggregate_values, evaluate_run, parse_measure
-from zerda_eval.evaluation.ranking import tie_break
+from zerda_eval.ranking import tie_break
 
 # name -> (trec_eval measure, its result key, cut the ranking at k first, relevance level)
 REFERENCE = {

@@ -15,7 +15,7 @@ import pytest
 from zerda_eval.errors import RunError
 from zerda_eval.evaluation.efficiency import Efficiency
 from zerda_eval.evaluation.measures import DEFAULT_MEASURES, aggregate_values, evaluate_run
-from zerda_eval.evaluation.ranking import ranked_arrays, tie_break, top_doc_ids
+from zerda_eval.ranking import ranked_arrays, tie_break, top_doc_ids
 
 
 def test_tie_break_orders_score_desc_then_doc_id_asc_and_dedupes():

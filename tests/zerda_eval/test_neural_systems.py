@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import experiment_header, write_trec_folder
+from zerda_eval.config.experiment import load_experiment
 from zerda_eval.errors import ConfigError, RunError
 from zerda_eval.execution.runner import run_experiment
-from zerda_eval.spec.experiment import load_experiment
 from zerda_eval.store.run_dir import read_trec
 from zerda_eval.systems import build_system
 

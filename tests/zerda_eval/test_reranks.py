@@ -212,8 +212,8 @@ def test_over_a_run_file_the_costs_are_not_measured(tmp_path, model):
 
 def test_the_cell_id_covers_the_code_that_scores():
     """Editing the cross-encoder glue or seed 004's reranker changes every rerank cell's id."""
-    from zerda_eval.spec.code_fingerprint import modules_of
-    from zerda_eval.spec.experiment import RERANK_MODULE
+    from zerda_eval.config.code_fingerprint import modules_of
+    from zerda_eval.config.experiment import RERANK_MODULE
 
     covered = modules_of(RERANK_MODULE)
     assert {

@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from tests.conftest import write_trec_folder
-from zerda_eval.execution.faults import FAULT_ENV
+from zerda_eval.config.experiment import load_experiment
 from zerda_eval.execution.runner import run_experiment
-from zerda_eval.spec.experiment import load_experiment
+from zerda_eval.faults import FAULT_ENV
 from zerda_eval.store.files import TMP_PREFIX
 from zerda_eval.store.run_dir import read_trec
 
@@ -173,7 +173,7 @@ def test_sigkill_mid_grid_then_resume_equals_an_uninterrupted_run(tmp_path):
 RERUN = """
 import json, sys
 from zerda_eval.execution.runner import run_experiment
-from zerda_eval.spec.experiment import load_experiment
+from zerda_eval.config.experiment import load_experiment
 reused = []
 run_experiment(load_experiment(sys.argv[1]), progress=False, on_cell=lambda r: reused.append(r.reused))
 loaded = [m for m in ("ranx", "zerda_eval.evaluation.kernel") if m in sys.modules]

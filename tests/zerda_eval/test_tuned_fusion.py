@@ -330,7 +330,7 @@ def test_the_weight_grid_path_equals_fuse_runs_per_weight_vector(score_norm):
 
 
 def test_a_simplex_weight_axis_counts_as_its_vectors_against_max_cells():
-    from zerda_eval.spec.experiment import resolve_experiment
+    from zerda_eval.config.experiment import resolve_experiment
 
     systems = [
         {"name": n, "family": "zerda.keyword", "params": {"k1": k1}} for n, k1 in (("a", 1.0), ("b", 1.5), ("c", 2.0))

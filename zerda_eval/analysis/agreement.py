@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from zerda_eval.evaluation.ranking import Run
+from zerda_eval.ranking import Run
 
 TOP_DEPTH = 10
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from zerda_eval.spec.tuning import TUNED
+from zerda_eval.config.tuning import TUNED
 from zerda_eval.store.run_dir import load_result
 
 COLUMNS = ["dataset", "measure", "held_out", "held_out_value", "chosen_by", "on_test", "on_test_value"]

@@ -14,8 +14,8 @@ from typing import Any
 import pandas as pd
 
 from zerda_eval.analysis import significance as sig
+from zerda_eval.checks import check_keys
 from zerda_eval.errors import ConfigError, unknown_value_message
-from zerda_eval.spec.checks import check_keys
 
 COMPARE_KEYS = ("baseline", "measures", "tests", "correction", "alpha", "n_permutations", "seed")
 DEFAULT_CORRECTION = "holm"

@@ -17,7 +17,7 @@ Every option is explicit and ends up in ``Collection.options`` (hence in every r
   4 (minimum interest) into grades 4 .. 1 and drops code -1 (the query's source document); "raw"
   keeps ir_datasets' codes, which invert graded measures such as nDCG.
 - ``no_answer`` (Qur'an QA only): "task_rule" (default) keeps the no-answer questions, scored with
-  ``quranqa.task_scores``; "drop" evaluates on answerable questions only.
+  ``evaluation.no_answer.task_scores``; "drop" evaluates on answerable questions only.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from retrieval.core.tokenize import NORMALIZATIONS
+from zerda_eval.checks import check_keys
 from zerda_eval.datasets.collection import Collection
 from zerda_eval.datasets.quranqa import OFFICIAL_MEASURES, RUN_DEPTH
 from zerda_eval.errors import ConfigError
-from zerda_eval.spec.checks import check_keys
 
 CHOICES: dict[str, tuple[Any, ...]] = {
     "normalization": NORMALIZATIONS,

@@ -6,21 +6,21 @@ qrels). A qrels row with passage id ``-1`` marks a question with no answer in th
 
 The task's scoring rule (Malhas et al., Qur'an QA 2023 overview): runs are cut at 10 passages; on a
 no-answer question a run gets full credit iff it is exactly ``["-1"]``, else zero. Official measures:
-MAP@10 (primary) and MRR@10. ``task_scores`` applies the rule to per-query values computed by any
-evaluator on the answerable questions; ``answerable_only`` gives the collection without no-answer
-questions, for the metrics reported beside it.
+MAP@10 (primary) and MRR@10. The rule is applied by ``zerda_eval.evaluation.no_answer`` (an evaluation
+rule, beside the measures); ``answerable_only`` gives the collection without no-answer questions, for the
+metrics reported beside it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 from ir_datasets.formats import GenericDoc, GenericQuery, TrecQrel
 
 from zerda_eval.datasets.bundled import QURAN_SPLITS
-from zerda_eval.datasets.collection import NO_ANSWER_ID, Collection
+from zerda_eval.datasets.collection import Collection
 from zerda_eval.datasets.paths import source_file
 from zerda_eval.errors import DataFormatError
 
@@ -67,30 +67,6 @@ def qrels(split: str) -> list[TrecQrel]:
     """The qrels rows of ``split``, including the ``-1`` rows of no-answer questions."""
     files = [source_file(FOLDER, f"QQA23_TaskA_qrels_{part}.gold") for part in QURAN_SPLITS[split]]
     return [row for path in files for row in _qrels_rows(path)]
-
-
-def cut_run(run: Mapping[str, Sequence[str]], depth: int = RUN_DEPTH) -> dict[str, list[str]]:
-    """Each query's ranking cut to its first ``depth`` ids, as the task requires."""
-    return {qid: list(ranking[:depth]) for qid, ranking in run.items()}
-
-
-def no_answer_scores(run: Mapping[str, Sequence[str]], collection: Collection) -> dict[str, float]:
-    """Per no-answer question: 1.0 iff its run (cut at 10) is exactly ``["-1"]``, else 0.0."""
-    ranked = cut_run(run)
-    return {qid: float(ranked.get(qid) == [NO_ANSWER_ID]) for qid in sorted(collection.no_answer_qids)}
-
-
-def task_scores(
-    answerable_values: Mapping[str, float], run: Mapping[str, Sequence[str]], collection: Collection
-) -> dict[str, float]:
-    """Per-query values under the task rule, for every question of ``collection``.
-
-    ``answerable_values`` are one measure's per-query values on the answerable questions (computed on
-    the run cut at 10, e.g. AP@10 or RR@10); a missing answerable question scores 0. No-answer
-    questions get ``no_answer_scores``. The mean of the result is the task's official figure.
-    """
-    special = no_answer_scores(run, collection)
-    return {qid: special[qid] if qid in special else answerable_values.get(qid, 0.0) for qid in collection.queries}
 
 
 def answerable_only(collection: Collection) -> Collection:

@@ -1,4 +1,4 @@
-"""Effectiveness measures on runs in the one tie-break order (``evaluation.ranking``), computed as trec_eval does.
+"""Effectiveness measures on runs in the one tie-break order (``zerda_eval.ranking``), computed as trec_eval does.
 
 ranx and trec_eval order tied scores differently (trec_eval: score desc, then doc id desc; ranx:
 whatever its sort yields), which moved MAP@100 by up to 2e-3 on the small Arabic sets. So every run
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from zerda_eval.errors import ConfigError, did_you_mean
-from zerda_eval.evaluation.ranking import Run, tie_break, top_doc_ids
+from zerda_eval.ranking import Run, tie_break, top_doc_ids
 
 # The kernel's families, in the order of its codes (``evaluation.kernel``: NDCG = 0, ...).
 KERNEL_FAMILIES = (
@@ -167,11 +167,11 @@ def evaluate_collection(
 ) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
     """Per-query values and means over the judged queries among ``qids`` of ``collection``.
 
-    Qur'an QA no-answer questions follow the task rule (``zerda_eval.datasets.quranqa.task_scores``:
+    Qur'an QA no-answer questions follow the task rule (``zerda_eval.evaluation.no_answer.task_scores``:
     full credit only for a run of exactly ``["-1"]``); their means come with ``answerable:<measure>``
     means over the answerable questions alone.
     """
-    from zerda_eval.datasets.quranqa import task_scores
+    from zerda_eval.evaluation.no_answer import task_scores
 
     qrels = {qid: collection.qrels[qid] for qid in qids if qid in collection.qrels}
     no_answer = collection.no_answer_qids & qrels.keys()

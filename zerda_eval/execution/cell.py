@@ -27,6 +27,9 @@ from typing import Any
 
 from tqdm import tqdm
 
+from zerda_eval.config.experiment import CellSpec
+from zerda_eval.config.reranks import RERANK
+from zerda_eval.config.tuning import TUNED
 from zerda_eval.errors import DatasetError, RunError, ZerdaEvalWarning
 from zerda_eval.evaluation.efficiency import (
     BUILD_COLUMN,
@@ -39,14 +42,11 @@ from zerda_eval.evaluation.efficiency import (
     query_thread_limits,
 )
 from zerda_eval.evaluation.measures import evaluate_collection
-from zerda_eval.evaluation.ranking import Run, tie_break
 from zerda_eval.execution.rerank import MODEL_LOAD_KEY, reranked_run
 from zerda_eval.execution.tuned_fusion import Judged, tuned_fusion_run
 from zerda_eval.execution.tuning import train_overlap, tuned_run
 from zerda_eval.hashing import canonical_json
-from zerda_eval.spec.experiment import CellSpec
-from zerda_eval.spec.reranks import RERANK
-from zerda_eval.spec.tuning import TUNED
+from zerda_eval.ranking import Run, tie_break
 from zerda_eval.store.build_costs import (
     COUNTED_ONCE_KEY,
     SHARED_KEY,

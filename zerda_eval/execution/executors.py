@@ -24,10 +24,10 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from zerda_eval.config.experiment import CellSpec
 from zerda_eval.errors import ConfigError, RunError
 from zerda_eval.execution.cell import CellResult, load_cell_collection
 from zerda_eval.hashing import content_hash
-from zerda_eval.spec.experiment import CellSpec
 
 Task = Callable[[CellSpec], CellResult]
 Executor = Callable[[Sequence[CellSpec], Task], Iterator[CellResult]]

@@ -20,8 +20,8 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 
+from zerda_eval.config.experiment import CellSpec
 from zerda_eval.hashing import canonical_json
-from zerda_eval.spec.experiment import CellSpec
 
 # Toy corpora whose widths (``_smallest_uint``) cover what real ones get: short documents (lengths in one
 # byte) and one long document (two bytes).

@@ -21,6 +21,8 @@ from retrieval.core.hashing import folder_sha256
 from retrieval.pipeline.cross_encoders import LocalCrossEncoder, cross_encoder_class
 from retrieval.pipeline.errors import RetrieverError
 from retrieval.pipeline.models import ContextItem, QueryBundle
+from zerda_eval.config.experiment import CellSpec
+from zerda_eval.config.reranks import model_folder
 from zerda_eval.datasets.collection import NO_ANSWER_ID
 from zerda_eval.errors import ConfigError, RunError
 from zerda_eval.evaluation.efficiency import (
@@ -31,9 +33,7 @@ from zerda_eval.evaluation.efficiency import (
     not_measured,
     query_thread_limits,
 )
-from zerda_eval.evaluation.ranking import Ranking, Run
-from zerda_eval.spec.experiment import CellSpec
-from zerda_eval.spec.reranks import model_folder
+from zerda_eval.ranking import Ranking, Run
 from zerda_eval.store.run_dir import load_result, read_cell_run
 
 MODEL_LOAD_KEY = "model_load_s"

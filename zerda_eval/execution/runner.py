@@ -15,12 +15,12 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
+from zerda_eval.config.experiment import ExperimentSpec
 from zerda_eval.evaluation.efficiency import EFFICIENCY_COLUMNS, figure
 from zerda_eval.execution.cell import CellResult, check_collections, run_cell
 from zerda_eval.execution.executors import Executor, run_serially
-from zerda_eval.execution.faults import fault_point
+from zerda_eval.faults import fault_point
 from zerda_eval.hashing import canonical_json
-from zerda_eval.spec.experiment import ExperimentSpec
 from zerda_eval.store.build_costs import forget_rebuilt
 from zerda_eval.store.files import check_writable, remove_temp_files
 from zerda_eval.store.run_dir import finished_results, write_experiment_json, write_tables

@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zerda_eval.config.experiment import CellSpec
 from zerda_eval.errors import RunError
 from zerda_eval.evaluation.efficiency import Efficiency, figure, not_measured
-from zerda_eval.evaluation.ranking import Run
 from zerda_eval.execution.tuning import assign_folds, best_variant, finished_result, train_overlap, tuning_stats
 from zerda_eval.fusion.ltr import fit_ltr, ltr_fuse, training_set
 from zerda_eval.fusion.methods import LEARNED_METHODS, fuse_runs, wsum_grid
-from zerda_eval.spec.experiment import CellSpec
+from zerda_eval.ranking import Run
 from zerda_eval.store.build_costs import SHARED_KEY, counted_once
 from zerda_eval.store.run_dir import read_cell_per_query, read_cell_run
 

@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from zerda_eval.config.experiment import CellSpec
 from zerda_eval.errors import RunError
 from zerda_eval.evaluation.efficiency import Efficiency, figure, not_measured
-from zerda_eval.evaluation.ranking import Run
-from zerda_eval.spec.experiment import CellSpec
+from zerda_eval.ranking import Run
 from zerda_eval.store.build_costs import SHARED_KEY, counted_once
 from zerda_eval.store.run_dir import load_result, read_cell_per_query, read_cell_run
 

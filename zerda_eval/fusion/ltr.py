@@ -25,8 +25,8 @@ import numpy as np
 
 from retrieval.core import tokenize
 from zerda_eval.errors import RunError
-from zerda_eval.evaluation.ranking import Ranking, Run, sort_ranking
 from zerda_eval.fusion.methods import score_matrix
+from zerda_eval.ranking import Ranking, Run, sort_ranking
 
 PER_INPUT_FEATURES = ("score", "rr", "present")
 

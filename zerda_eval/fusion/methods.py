@@ -34,9 +34,9 @@ import numpy as np
 from retrieval.core import rrf_scores
 from retrieval.zerda.config import FIXED, RRF_ORDERS, RetrieverConfig
 from retrieval.zerda.retriever import HybridRetriever, rrf_bonuses, weighted_sum
+from zerda_eval.checks import check_keys
 from zerda_eval.errors import ConfigError, unknown_value_message
-from zerda_eval.evaluation.ranking import Ranking, Run, sort_ranking
-from zerda_eval.spec.checks import check_keys
+from zerda_eval.ranking import Ranking, Run, sort_ranking
 from zerda_eval.systems.params import ParamSpec
 
 SCORE_NORMS = ("min-max", "z-score", "none")  # ranx's names: min-max, zmuv, (none)

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from zerda_eval.config.code_fingerprint import module_source, modules_of
 from zerda_eval.hashing import bytes_sha256, content_hash, file_sha256
 from zerda_eval.report.tables import RunData
-from zerda_eval.spec.code_fingerprint import module_source, modules_of
 from zerda_eval.store.files import atomic_write_text
 
 INPUTS_FILE = "report-inputs.json"

@@ -35,9 +35,9 @@ import pandas as pd
 from zerda_eval.analysis import significance as sig
 from zerda_eval.analysis.compare import cells_of, index_per_query
 from zerda_eval.analysis.studies.base import StudyFigure
+from zerda_eval.config.tuning import TUNED
 from zerda_eval.report.labels import split_label
 from zerda_eval.report.tables import MAIN_LATENCY, RunData, dataset_measures
-from zerda_eval.spec.tuning import TUNED
 from zerda_eval.store.files import atomic_write_bytes
 
 ARABIC = re.compile(r"[\u0600-\u06FF\u0750-\u077F\uFB50-\uFDFF\uFE70-\uFEFF]+")

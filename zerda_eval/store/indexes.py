@@ -24,7 +24,7 @@ from typing import Any
 
 from retrieval.core.bm25_fast import SAVE_FORMAT, SparseBM25
 from zerda_eval.errors import ZerdaEvalWarning
-from zerda_eval.execution.faults import fault_point
+from zerda_eval.faults import fault_point
 from zerda_eval.hashing import content_hash, file_sha256, texts_sha256
 from zerda_eval.store.build_costs import must_rebuild, record_build
 from zerda_eval.store.files import atomic_write_text, build_lock, file_mode, write_error

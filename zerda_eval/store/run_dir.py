@@ -30,8 +30,8 @@ import pandas as pd
 from filelock import FileLock
 
 from zerda_eval.errors import ConfigError, DataFormatError, RunError
-from zerda_eval.evaluation.ranking import Ranking, Run
 from zerda_eval.hashing import bytes_sha256, content_hash, file_sha256
+from zerda_eval.ranking import Ranking, Run
 from zerda_eval.store.files import atomic_write_bytes, atomic_write_text, build_lock
 
 RESULT_FILE = "result.json"

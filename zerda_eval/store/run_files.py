@@ -11,7 +11,7 @@ parquet    columns ``q_id, doc_id, score`` (ranx's)     columns ``q_id, doc_id, 
 
 The kind follows the extension (``.json``, ``.parquet`` / ``.parq``; else TREC) unless ``kind`` is
 given. A run is read as ``{qid: [(doc_id, score), ...]}`` in file order (the measures apply the one
-tie-break); a run is written in the tie-break order (``evaluation.ranking``), TREC lines by
+tie-break); a run is written in the tie-break order (``zerda_eval.ranking``), TREC lines by
 ``run_dir.format_trec``, the format of every cell's ``run.trec``. A malformed file is a one-line
 ``DataFormatError`` naming the file (and line); qrels follow ``store.qrels_text``'s rules.
 """
@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from zerda_eval.errors import DataFormatError
-from zerda_eval.evaluation.ranking import Run, sort_ranking
+from zerda_eval.ranking import Run, sort_ranking
 from zerda_eval.store.files import atomic_write_bytes, atomic_write_text
 from zerda_eval.store.qrels_text import judgements, read_qrels_lines
 from zerda_eval.store.run_dir import RUN_TAG, format_trec, read_trec

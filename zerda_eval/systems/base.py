@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from zerda_eval.checks import check_keys
 from zerda_eval.datasets.collection import NO_ANSWER_ID
 from zerda_eval.errors import ConfigError
-from zerda_eval.evaluation.ranking import Ranking
-from zerda_eval.spec.checks import check_keys
+from zerda_eval.ranking import Ranking
 from zerda_eval.systems.params import ParamSpec
 
 COMMON_PARAMS = {

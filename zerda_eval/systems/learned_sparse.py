@@ -19,7 +19,7 @@ import numpy as np
 
 from retrieval.core.dense import top_k_rows
 from zerda_eval.errors import RunError
-from zerda_eval.evaluation.ranking import Ranking
+from zerda_eval.ranking import Ranking
 from zerda_eval.systems.analysis import LOWERCASE, NORMALIZATION
 from zerda_eval.systems.base import System
 from zerda_eval.systems.encoders import DEVICES, embedder_texts

@@ -22,7 +22,7 @@ from retrieval.pipeline.routing import CallbackRouter, KeywordRouter, RoutedRetr
 from retrieval.pipeline.sparse import SparseRetriever
 from retrieval.pipeline.stores import InMemoryContextStore
 from zerda_eval.errors import ConfigError
-from zerda_eval.evaluation.ranking import Ranking
+from zerda_eval.ranking import Ranking
 from zerda_eval.systems.analysis import ANALYZER_PARAMS, LOWERCASE, check_token_options_reach_a_tokenizer
 from zerda_eval.systems.base import System
 from zerda_eval.systems.encoders import (

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from zerda_eval.errors import ConfigError, DataFormatError
-from zerda_eval.evaluation.ranking import Ranking, Run, sort_ranking
 from zerda_eval.hashing import file_sha256
+from zerda_eval.ranking import Ranking, Run, sort_ranking
 from zerda_eval.store.run_dir import trec_lines
 from zerda_eval.systems.base import System
 from zerda_eval.systems.params import ParamSpec

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 from zerda_eval.datasets.streamed import StreamedTexts
 from zerda_eval.errors import ConfigError, RunError, UserCodeError
-from zerda_eval.evaluation.ranking import Ranking
+from zerda_eval.ranking import Ranking
 from zerda_eval.systems.base import System
 from zerda_eval.systems.params import ParamSpec
 

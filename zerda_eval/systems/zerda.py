@@ -33,7 +33,7 @@ from retrieval.zerda import (
 )
 from retrieval.zerda.config import RRF_ORDERS
 from zerda_eval.errors import ConfigError, RunError
-from zerda_eval.evaluation.ranking import Ranking
+from zerda_eval.ranking import Ranking
 from zerda_eval.systems.analysis import (
     ANALYZER_PARAMS,
     Analysis,

@@ -20,7 +20,7 @@ import zerda_eval as ze
 from tests.conftest import experiment_header, trec_dataset, write_trec_folder
 from zerda_eval import Experiment
 from zerda_eval.errors import ConfigError, DataFormatError
-from zerda_eval.evaluation.ranking import tie_break
+from zerda_eval.ranking import tie_break
 from zerda_eval.store.run_dir import RUN_FILE, cell_dir, read_cell_run
 
 WORDS = ["cats", "dogs", "birds", "fish", "sing", "bark", "purr", "swim", "fly", "sleep", "run", "jump"]

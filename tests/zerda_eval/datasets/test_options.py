@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import experiment_header
+from zerda_eval.config.experiment import resolve_experiment
 from zerda_eval.datasets import load_collection
 from zerda_eval.datasets.collection import NO_ANSWER_ID
 from zerda_eval.errors import ZerdaEvalWarning
-from zerda_eval.spec.experiment import resolve_experiment
 
 
 def _folder(root: Path, qrels: str) -> Path:

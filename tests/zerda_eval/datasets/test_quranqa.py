@@ -5,7 +5,8 @@ from __future__ import annotations
 from statistics import mean
 
 from zerda_eval.datasets import Collection, load_collection
-from zerda_eval.datasets.quranqa import answerable_only, cut_run, no_answer_scores, task_scores
+from zerda_eval.datasets.quranqa import answerable_only
+from zerda_eval.evaluation.no_answer import cut_run, no_answer_scores, task_scores
 
 HAND_MADE = Collection(
     id="hand-made",

@@ -66,8 +66,8 @@ def test_a_corpus_that_changed_on_disk_is_an_error():
 
 def test_a_grid_over_a_streamed_corpus_writes_the_same_runs(monkeypatch, tmp_path):
     """End to end through the runner: same run files whether vaswani's texts are a list or streamed."""
+    from zerda_eval.config.experiment import resolve_experiment
     from zerda_eval.execution.runner import run_experiment
-    from zerda_eval.spec.experiment import resolve_experiment
 
     def run(folder):
         raw = {

@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from zerda_eval.config.code_fingerprint import modules_of
 from zerda_eval.report import write_report
 from zerda_eval.report.cache import INPUTS_FILE, REPORT_CODE, report_key
 from zerda_eval.report.tables import load_run_dir
-from zerda_eval.spec.code_fingerprint import modules_of
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:

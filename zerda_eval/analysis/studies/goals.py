@@ -18,9 +18,9 @@ import pandas as pd
 
 from zerda_eval.analysis.formatting import fmt, fmt_delta
 from zerda_eval.analysis.studies.base import FinishedRun, StudyFigure, StudySection
+from zerda_eval.checks import check_keys, check_string
+from zerda_eval.config.tuning import TUNED
 from zerda_eval.errors import ConfigError
-from zerda_eval.spec.checks import check_keys, check_string
-from zerda_eval.spec.tuning import TUNED
 
 KEYS = ("targets",)
 TARGET_KEYS = ("dataset", "measure", "value", "source", "needs")

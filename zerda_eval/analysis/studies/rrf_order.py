@@ -35,9 +35,9 @@ from zerda_eval.analysis.compare import (
 )
 from zerda_eval.analysis.formatting import fmt, fmt_ci, fmt_delta, fmt_p
 from zerda_eval.analysis.studies.base import FinishedRun, StudyFigure, StudySection
+from zerda_eval.checks import check_keys
+from zerda_eval.config.tuning import TUNED
 from zerda_eval.errors import ConfigError
-from zerda_eval.spec.checks import check_keys
-from zerda_eval.spec.tuning import TUNED
 from zerda_eval.store.run_dir import read_cell_run
 
 KEYS = ("system", "depth")

@@ -23,8 +23,8 @@ from typing import Any
 from retrieval.core.hashing import folder_sha256
 from retrieval.pipeline.cross_encoders import DEFAULT_BATCH_SIZE, cross_encoder_folder
 from retrieval.pipeline.errors import RetrieverError
+from zerda_eval.checks import check_keys, check_name, check_positive_int, check_string
 from zerda_eval.errors import ConfigError
-from zerda_eval.spec.checks import check_keys, check_name, check_positive_int, check_string
 
 RERANK = "rerank"  # the cell kind, and the results table's family
 RERANK_KEYS = ("name", "input", "model", "k", "batch_size")

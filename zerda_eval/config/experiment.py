@@ -25,11 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from zerda_eval.errors import ConfigError, unknown_value_message
-from zerda_eval.evaluation.measures import DEFAULT_MEASURES, parse_measure
-from zerda_eval.evaluation.ranking import TIE_BREAK
-from zerda_eval.hashing import canonical_json, content_hash
-from zerda_eval.spec.checks import (
+from zerda_eval.checks import (
     check_finite,
     check_keys,
     check_name,
@@ -40,8 +36,8 @@ from zerda_eval.spec.checks import (
     get_inline_table,
     get_table,
 )
-from zerda_eval.spec.reranks import MODEL_PREFIX, RERANK, RERANK_LIBRARIES, parse_rerank
-from zerda_eval.spec.tuning import (
+from zerda_eval.config.reranks import MODEL_PREFIX, RERANK, RERANK_LIBRARIES, parse_rerank
+from zerda_eval.config.tuning import (
     TUNED,
     Tuning,
     check_tuned_inputs,
@@ -51,6 +47,10 @@ from zerda_eval.spec.tuning import (
     tuned_groups,
     tuned_reference,
 )
+from zerda_eval.errors import ConfigError, unknown_value_message
+from zerda_eval.evaluation.measures import DEFAULT_MEASURES, parse_measure
+from zerda_eval.hashing import canonical_json, content_hash
+from zerda_eval.ranking import TIE_BREAK
 
 TOP_LEVEL_KEYS = ("experiment", "datasets", "systems", "fusions", "reranks", "tuning", "compare", "study")
 EXPERIMENT_KEYS = ("name", "description", "output_dir", "seed", "depth", "measures", "cache_dir", "max_cells")
@@ -557,7 +557,7 @@ def _by_name(cells: list[CellSpec]) -> dict[str, list[CellSpec]]:
 
 def _cell(kind: str, dataset: dict, part: dict, extra: dict, common: dict, dataset_label: str, source: str) -> CellSpec:
     """One cell: its resolved config (``kind``, dataset, the system or fusion ``part``, ...) and its hash."""
-    from zerda_eval.spec.code_fingerprint import code_fingerprint
+    from zerda_eval.config.code_fingerprint import code_fingerprint
     from zerda_eval.systems import family_class
     from zerda_eval.systems.libraries import optional_libraries
 

@@ -27,7 +27,7 @@ OURS = ("retrieval", "zerda_eval")
 # Run by every cell besides its family or fusion: the cell's own steps (its imports of families and of
 # the run store are not followed: they do not change numbers), loading, protocol rules, measures.
 EVERY_CELL = (
-    "zerda_eval.evaluation.ranking",
+    "zerda_eval.ranking",
     "zerda_eval.evaluation.measures",
     "zerda_eval.datasets.loader",
     "zerda_eval.datasets.protocols",
@@ -37,9 +37,9 @@ LEAVES = ("zerda_eval.execution.cell",)
 # config resolves (defaults, conventions) is in the cell config itself.
 NOT_FOLLOWED = (
     "zerda_eval.store.files",
-    "zerda_eval.spec.experiment",
+    "zerda_eval.config.experiment",
     "zerda_eval.errors",
-    "zerda_eval.spec.code_fingerprint",
+    "zerda_eval.config.code_fingerprint",
     *LEAVES,
 )
 

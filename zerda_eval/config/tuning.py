@@ -44,8 +44,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from zerda_eval.checks import check_keys, check_positive_int, check_string, get_table
 from zerda_eval.errors import ConfigError, did_you_mean, unknown_value_message
-from zerda_eval.spec.checks import check_keys, check_positive_int, check_string, get_table
 
 TUNING_KEYS = ("measure", "folds", "train", "overlap")
 OVERLAP_RULES = ("refuse", "drop")  # what a train split holding test queries gets; the first is the default
