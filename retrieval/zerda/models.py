@@ -80,9 +80,9 @@ class ScoredChunk:
 
     @property
     def doc_id(self) -> Any:
-        """``chunk.doc_id`` unless it is falsy (``""``, ``None``), else ``chunk.id``, else ``None``: upstream
-        zerda 0.1.0's ``or`` (the seed is silent on it)."""
-        return getattr(self.chunk, "doc_id", None) or getattr(self.chunk, "id", None)
+        """``chunk.doc_id`` unless it is falsy (``""``, ``None``), else ``chunk.id``, else ``""`` (a chunk
+        with neither attribute): upstream zerda 0.1.0's ``or`` (the seed is silent on it)."""
+        return getattr(self.chunk, "doc_id", None) or getattr(self.chunk, "id", "")
 
     @property
     def metadata(self) -> dict[str, Any]:

@@ -68,8 +68,9 @@ def test_scored_chunk_text_falls_back_to_page_content_when_text_is_empty_or_miss
 
 
 def test_scored_chunk_without_metadata_or_ids():
+    """A chunk with neither ``doc_id`` nor ``id``: upstream zerda 0.1.0 returns ``""`` (a string, never None)."""
     sc = ScoredChunk(SimpleNamespace(text="bare"))
-    assert sc.doc_id is None and sc.metadata == {}
+    assert sc.doc_id == "" and sc.metadata == {}
 
 
 def test_content_hash_is_sha256_of_lowercased_whitespace_collapsed_text():
@@ -120,7 +121,7 @@ def test_a_mutable_chunk_changed_after_hashing_gets_its_new_hash():
 
 @pytest.mark.parametrize("falsy", ["", 0, None])
 def test_scored_chunk_doc_id_falls_back_to_id_when_doc_id_is_falsy(falsy):
-    """Upstream zerda 0.1.0: ``getattr(chunk, "doc_id", None) or getattr(chunk, "id", None)``."""
+    """Upstream zerda 0.1.0: ``chunk.doc_id or chunk.id``, ``""`` for an attribute the chunk lacks."""
     assert ScoredChunk(SimpleNamespace(text="t", doc_id=falsy, id="chunk-3")).doc_id == "chunk-3"
-    assert ScoredChunk(DocumentChunk("t", doc_id="")).doc_id is None  # a DocumentChunk has no `id`
+    assert ScoredChunk(DocumentChunk("t", doc_id="")).doc_id == ""  # a DocumentChunk has no `id`
     assert ScoredChunk(SimpleNamespace(text="t", doc_id="d9", id="chunk-3")).doc_id == "d9"
