@@ -185,8 +185,8 @@ class Results:
         raise ConfigError(f"{self.run_dir}: {cell!r} ran on several datasets ({datasets}); pass dataset=")
 
     def run(self, cell: str, dataset: str | None = None) -> Any:
-        """The run of one cell as a ``ranx.Run`` (the scores the system gave; the harness's numbers break
-        tied scores by doc id ascending, so evaluate ties from ``per_query`` rather than re-sorting)."""
+        """The run of one cell as a ``ranx.Run`` (the scores the system gave, inserted in trec_eval's order:
+        score descending, then doc id descending, the order the harness's numbers are computed on)."""
         from ranx import Run
 
         cell_id = self.cell_id(cell, dataset)

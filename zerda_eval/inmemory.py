@@ -11,8 +11,14 @@
     choice = ze.optimize_fusion(qrels, [run, other], method="wsum", measure="ndcg@10", folds=5)
 
 Runs are ``{qid: {doc_id: score}}`` (ranx's and pytrec_eval's dicts), ``{qid: [(doc_id, score), ...]}``
-(the harness's) or ranx ``Run`` objects; qrels ``{qid: {doc_id: grade}}`` or a ranx ``Qrels``;
-``as_ranx=True`` returns ranx objects. Every number comes from the code the grid runs: the measures
+(the harness's), ranx ``Run`` objects or DataFrames (columns ``q_id`` or ``query_id``, ``doc_id``,
+``score``); qrels ``{qid: {doc_id: grade}}`` or a ranx ``Qrels``; ``as_ranx=True`` returns ranx objects.
+A run is a ranking by its scores, whatever its container's order: every input is first put in
+trec_eval's order (``zerda_eval.ranking.TIE_BREAK``). A doc listed twice for a query is an error unless
+``duplicates="max"`` (its best score counts) or ``"first"`` (its first copy) is passed; a run sharing no
+query with the qrels is an error, a partial overlap one warning with the counts.
+
+Every number comes from the code the grid runs: the measures
 from ``evaluation.measures`` (one tie-break, one kernel), fusion from ``fusion.fuse_runs``, tests and
 corrections from ``analysis.compare``, the tables from the report's own renderers, and the held-out
 choice of ``optimize_fusion`` from ``execution.tuning`` (the grid's tuned rows). Runs are evaluated as
@@ -34,25 +40,30 @@ from zerda_eval.analysis.settings import AnalysisSettings
 from zerda_eval.config.experiment import DEFAULT_SEED
 from zerda_eval.config.tuning import DEFAULT_FOLDS
 from zerda_eval.errors import ConfigError, DataFormatError, unknown_value_message
-from zerda_eval.evaluation.measures import DEFAULT_MEASURES, aggregate_values, evaluate_run
+from zerda_eval.evaluation.measures import DEFAULT_MEASURES, aggregate_values, check_query_overlap, evaluate_run
 from zerda_eval.execution.tuning import assign_folds, best_variant
 from zerda_eval.fusion import FUSION_METHODS, fuse_runs
 from zerda_eval.fusion.simplex import simplex_weights
-from zerda_eval.ranking import Run
+from zerda_eval.ranking import Run, order_run
 from zerda_eval.report.html import table_html
 from zerda_eval.report.latex import table_latex
 from zerda_eval.report.markdown import table_markdown
 from zerda_eval.report.tables import RunData, Table, comparison_table, metric_table
 from zerda_eval.store import run_files
 from zerda_eval.store.qrels_text import integer_grade
+from zerda_eval.store.run_files import PARQUET_COLUMNS
 
 WEIGHT_STEP = 0.1  # optimize_fusion's default weights grid: every weight vector in steps of 0.1 summing to 1
 DATASET = "runs"  # the dataset label of an in-memory comparison (one set of qrels)
+QUERY_COLUMNS = (PARQUET_COLUMNS[0], "query_id")  # a run DataFrame's query column: ranx's, or ir_measures'
 
 
-def as_run(run: Any, where: str = "run") -> Run:
-    """A run in the harness's shape ``{qid: [(doc_id, score), ...]}`` from a ranx ``Run`` or a dict."""
-    if hasattr(run, "to_dict") and not isinstance(run, Mapping):
+def as_run(run: Any, where: str = "run", duplicates: str | None = None) -> Run:
+    """A run in the harness's shape ``{qid: [(doc_id, score), ...]}`` in ``TIE_BREAK`` order, from a dict,
+    a ranx ``Run`` or a DataFrame; ``duplicates`` (None, "max", "first") as in ``ranking.tie_break``."""
+    if isinstance(run, pd.DataFrame):
+        run = _frame_run(run, where)
+    elif hasattr(run, "to_dict") and not isinstance(run, Mapping):
         run = run.to_dict()
     if not isinstance(run, Mapping):
         raise DataFormatError(f"{where}: expected {{qid: {{doc_id: score}}}} or a ranx Run, got {type(run).__name__}")
@@ -65,6 +76,22 @@ def as_run(run: Any, where: str = "run") -> Run:
             raise DataFormatError(
                 f"{where}: query {qid!r}: expected {{doc_id: score}} or [(doc_id, score), ...] with numeric scores"
             ) from None
+    return order_run(out, duplicates, where)
+
+
+def _frame_run(frame: pd.DataFrame, where: str) -> dict[str, list[tuple[Any, Any]]]:
+    """``{qid: [(doc_id, score), ...]}`` of a DataFrame's rows (columns: one of ``QUERY_COLUMNS``, doc_id, score)."""
+    query = next((column for column in QUERY_COLUMNS if column in frame.columns), None)
+    if query is None or not {"doc_id", "score"} <= set(frame.columns):
+        raise DataFormatError(
+            f"{where}: a run DataFrame needs the columns {' or '.join(QUERY_COLUMNS)}, doc_id and score; "
+            f"got {', '.join(map(str, frame.columns))}"
+        )
+    out: dict[str, list[tuple[Any, Any]]] = {}
+    for qid, doc_id, score in zip(
+        frame[query].tolist(), frame["doc_id"].tolist(), frame["score"].tolist(), strict=True
+    ):
+        out.setdefault(str(qid), []).append((doc_id, score))
     return out
 
 
@@ -86,9 +113,9 @@ def as_qrels(qrels: Any, where: str = "qrels") -> dict[str, dict[str, int]]:
     return out
 
 
-def named_runs(runs: Any) -> dict[str, Run]:
-    """``{name: run}`` from a mapping of names to runs, or a sequence of runs (a ranx Run's ``name``, else
-    ``run_1``, ``run_2``, ...)."""
+def named_runs(runs: Any, duplicates: str | None = None) -> dict[str, Run]:
+    """``{name: run}`` (each through ``as_run``) from a mapping of names to runs, or a sequence of runs (a
+    ranx Run's ``name``, else ``run_1``, ``run_2``, ...)."""
     if isinstance(runs, Mapping) and _named(runs):
         items = list(runs.items())
     elif isinstance(runs, Sequence) and not isinstance(runs, str):
@@ -98,12 +125,23 @@ def named_runs(runs: Any) -> dict[str, Run]:
     names = [str(name) for name, _ in items]
     if len(set(names)) < len(names):
         raise ConfigError(f"runs: two runs are named {next(n for n in names if names.count(n) > 1)!r}; name each once")
-    return {str(name): as_run(run, f"run {name!r}") for name, run in items}
+    return {str(name): as_run(run, f"run {name!r}", duplicates) for name, run in items}
 
 
 def _named(runs: Mapping[str, Any]) -> bool:
     """True when ``runs`` maps names to runs rather than being one run (query id -> ranking)."""
     return all(hasattr(run, "to_dict") or (isinstance(run, Mapping) and _is_run(run)) for run in runs.values())
+
+
+def _measure_names(measures: Any, where: str) -> list[str]:
+    """``measures`` (a name or a list of names) as a non-empty list, else a one-line ``ConfigError``."""
+    names = [measures] if isinstance(measures, str) else measures
+    if not isinstance(names, Sequence) or not names or not all(isinstance(name, str) for name in names):
+        raise ConfigError(
+            f"{where}: measures must be a measure name or a non-empty list of names (e.g. ['ndcg@10', 'R@100']), "
+            f"got {measures!r}"
+        )
+    return list(names)
 
 
 def _is_run(mapping: Mapping[str, Any]) -> bool:
@@ -116,11 +154,19 @@ def _to_ranx_run(run: Run, name: str | None = None) -> Any:
     return RanxRun({qid: dict(ranking) for qid, ranking in run.items()}, name=name)
 
 
-def evaluate(qrels: Any, run: Any, measures: str | Sequence[str] = DEFAULT_MEASURES, per_query: bool = False) -> Any:
+def evaluate(
+    qrels: Any,
+    run: Any,
+    measures: str | Sequence[str] = DEFAULT_MEASURES,
+    per_query: bool = False,
+    duplicates: str | None = None,
+) -> Any:
     """Each measure over every judged query (the mean; a sum for the counts), or ``per_query``
     ``{measure: {qid: value}}``. A single measure name (a string) gives its value alone, as ranx does."""
-    names = [measures] if isinstance(measures, str) else list(measures)
-    values = evaluate_run(as_run(run), as_qrels(qrels), names)
+    names = _measure_names(measures, "evaluate")
+    judged, ranked = as_qrels(qrels), as_run(run, "run", duplicates)
+    check_query_overlap(ranked, judged)
+    values = evaluate_run(ranked, judged, names)
     result = values if per_query else aggregate_values(values)
     return result[names[0]] if isinstance(measures, str) else result
 
@@ -170,10 +216,12 @@ def compare(
     alpha: float | None = None,
     n_permutations: int | None = None,
     seed: int | None = None,
+    duplicates: str | None = None,
 ) -> Comparison:
     """Every run against ``baseline`` (a name of ``runs``) on ``measures``, with the grid's tests
     (``t-test``, ``fisher``), correction (``holm``, ``bonferroni``) over this comparison's rows."""
-    runs = named_runs(runs)
+    measures = _measure_names(measures, "compare")
+    runs = named_runs(runs, duplicates)
     if baseline not in runs:
         raise ConfigError(unknown_value_message("baseline", baseline, runs, "compare"))
     given = {"tests": tests, "correction": correction, "alpha": alpha, "n_permutations": n_permutations, "seed": seed}
@@ -182,6 +230,7 @@ def compare(
     judged = as_qrels(qrels)
     rows, long = [], []
     for name, run in runs.items():
+        check_query_overlap(run, judged, f"run {name!r}")
         values = evaluate_run(run, judged, list(measures))
         rows.append({"dataset": DATASET, "system": name, "cell_id": name, **aggregate_values(values)})
         long += [(name, m, qid, value) for m, by_qid in values.items() for qid, value in by_qid.items()]
@@ -194,10 +243,11 @@ def compare(
     return Comparison(means, table, data)
 
 
-def fuse(runs: Any, method: str = "rrf", as_ranx: bool = False, **params: Any) -> Any:
+def fuse(runs: Any, method: str = "rrf", as_ranx: bool = False, duplicates: str | None = None, **params: Any) -> Any:
     """The runs fused by ``method`` (``zerda_eval.fusion.FUSION_METHODS``: rrf, combsum, combmnz, wsum, zerda,
-    pipeline_rrf) with its parameters, in the tie-break order; ``weights`` follow the runs' order."""
-    named = named_runs(runs)
+    pipeline_rrf) with its parameters, in the tie-break order; ``weights`` follow the runs' order. A rank
+    (RRF's) is a doc's place in its run's score order, never its place in the dict."""
+    named = named_runs(runs, duplicates)
     fused = fuse_runs(method, list(named.values()), **params)
     return _to_ranx_run(fused, method) if as_ranx else fused
 
@@ -227,6 +277,7 @@ def optimize_fusion(
     grid: Mapping[str, Sequence[Any]] | None = None,
     seed: int = DEFAULT_SEED,
     as_ranx: bool = False,
+    duplicates: str | None = None,
     **params: Any,
 ) -> FusionChoice:
     """Grid search of a fusion's parameters on ``measure``, held out by ``folds``-fold cross-validation.
@@ -236,13 +287,20 @@ def optimize_fusion(
     The folds are dealt over the judged queries in ``qrels`` order from ``seed``, as the grid deals a
     dataset's queries from ``[experiment].seed``; ties go to the first grid point.
     """
-    named = named_runs(runs)
+    named = named_runs(runs, duplicates)
     judged = as_qrels(qrels)
+    for name, run in named.items():
+        check_query_overlap(run, judged, f"run {name!r}")
     points = _grid_points(method, grid, len(named))
     inputs = list(named.values())
     fused = [fuse_runs(method, inputs, **params, **point) for point in points]
     values = [evaluate_run(run, judged, [measure])[measure] for run in fused]
     qids = [qid for qid, docs in judged.items() if docs]
+    if isinstance(folds, bool) or not isinstance(folds, int) or not 2 <= folds <= len(qids):
+        raise ConfigError(
+            f"optimize_fusion: folds must be an integer from 2 to the {len(qids)} judged queries (each fold is "
+            f"chosen on the others), got {folds!r}"
+        )
     best = points[best_variant(values, qids)]
     fold_of = assign_folds(qids, folds, seed)
     held_out: Run = {}
@@ -273,15 +331,16 @@ def _grid_points(method: str, grid: Mapping[str, Sequence[Any]] | None, n_runs: 
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(grid[k] for k in keys))]
 
 
-def read_run(path: str | Path, kind: str | None = None, as_ranx: bool = False) -> Any:
-    """A run file (TREC, ranx JSON or Parquet: ``store.run_files``) as ``{qid: [(doc_id, score), ...]}``."""
-    run = run_files.read_run(path, kind)
+def read_run(path: str | Path, kind: str | None = None, as_ranx: bool = False, duplicates: str | None = None) -> Any:
+    """A run file (TREC, ranx JSON or Parquet: ``store.run_files``) as ``{qid: [(doc_id, score), ...]}`` in
+    ``TIE_BREAK`` order, whatever the order of its lines."""
+    run = run_files.read_run(path, kind, duplicates)
     return _to_ranx_run(run, Path(path).stem) if as_ranx else run
 
 
-def write_run(run: Any, path: str | Path, kind: str | None = None) -> Path:
+def write_run(run: Any, path: str | Path, kind: str | None = None, duplicates: str | None = None) -> Path:
     """Write a run (any accepted shape) in the tie-break order; the kind follows the extension."""
-    return run_files.write_run(as_run(run), path, kind)
+    return run_files.write_run(as_run(run, "run", duplicates), path, kind)
 
 
 def read_qrels(path: str | Path, kind: str | None = None, as_ranx: bool = False) -> Any:

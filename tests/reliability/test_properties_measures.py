@@ -1,7 +1,7 @@
 """Properties of ``zerda_eval.evaluation.measures``: bounds, the perfect run, and agreement with trec_eval.
 
-The reference is ``pytrec_eval`` (trec_eval) fed with the harness's documented tie-break rule
-(score descending, then doc id ascending), implemented here independently as rank scores.
+The reference is ``pytrec_eval`` (trec_eval) fed the runs' own scores: it breaks ties itself (score
+descending, then doc id descending by ``strcmp``), the order the harness documents and applies.
 """
 
 from __future__ import annotations
@@ -11,45 +11,44 @@ import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from zerda_eval.errors import RunError
 from zerda_eval.evaluation.measures import aggregate_values, evaluate_run
 from zerda_eval.ranking import tie_break
 
 SETTINGS = settings(max_examples=60, deadline=None)
-MEASURES = ["ndcg@10", "mrr@10", "recall@100", "map@100", "precision@10", "ndcg@3", "precision@5"]
-DOCS = [f"d{i:02d}" for i in range(25)]
+MEASURES = ["ndcg@10", "mrr@10", "recall@100", "map@100", "precision@10", "ndcg@3", "precision@5", "mrr@2"]
+# Ids whose byte order differs from their numeric or case-folded order, and non-ASCII ones (UTF-8 bytes).
+DOCS = [f"d{i}" for i in range(20)] + ["D3", "d03", "ä1", "z", "é", "عربي", "ع", "a"]
 QIDS = ["q1", "q2", "q3", "q4"]
 
 judgements = st.dictionaries(st.sampled_from(DOCS), st.integers(0, 3), min_size=1, max_size=8)
 qrels_strategy = st.dictionaries(st.sampled_from(QIDS), judgements, min_size=1, max_size=4)
-# Few distinct scores, so ties are frequent; a query may be missing or have an empty list.
-results = st.lists(st.tuples(st.sampled_from(DOCS), st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.5])), max_size=20)
-runs = st.dictionaries(st.sampled_from(QIDS), results, max_size=4)
+# Few distinct scores, so ties are frequent; each doc once per query, in an arbitrary order; a query may
+# be missing or have an empty list.
+results = st.dictionaries(st.sampled_from(DOCS), st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.5]), max_size=20)
+runs = st.dictionaries(st.sampled_from(QIDS), results.map(lambda d: list(d.items())), max_size=4)
 
 
 def trec_eval(run: dict, qrels: dict) -> dict[str, dict[str, float]]:
-    """``{measure: {qid: value}}`` by pytrec_eval over the tie-broken run; absent queries score 0."""
-    ordered = {}
-    for qid, hits in run.items():
-        best: dict[str, float] = {}
-        for doc, score in hits:
-            best[doc] = max(score, best.get(doc, score))
-        ranking = sorted(best, key=lambda doc: (-best[doc], doc))
-        ordered[qid] = {doc: float(len(ranking) - i) for i, doc in enumerate(ranking)}
+    """``{measure: {qid: value}}`` by pytrec_eval on the run's own scores; absent queries score 0.
+
+    ``mrr@k`` is trec_eval's ``recip_rank`` of the whole ranking, 0 when the first relevant doc is below k.
+    """
+    scored = {qid: dict(hits) for qid, hits in run.items() if hits and qid in qrels}
     names = {"ndcg": "ndcg_cut", "recall": "recall", "map": "map_cut", "precision": "P"}
     values = {measure: dict.fromkeys(qrels, 0.0) for measure in MEASURES}
+    if not scored:
+        return values
+    wanted = {"recip_rank"} | {f"{names[m.split('@')[0]]}.{m.split('@')[1]}" for m in MEASURES if "mrr" not in m}
+    rows = pytrec_eval.RelevanceEvaluator({q: qrels[q] for q in scored}, wanted).evaluate(scored)
     for measure in MEASURES:
         family, k = measure.split("@")
-        if family == "mrr":  # trec_eval's recip_rank has no cutoff: cut the ranking at k first
-            cut = {q: dict(sorted(d.items(), key=lambda p: -p[1])[: int(k)]) for q, d in ordered.items()}
-            scored, base, name = cut, "recip_rank", "recip_rank"  # parameter ignored
-        else:
-            scored, base, name = ordered, names[family], f"{names[family]}_{k}"
-        scored = {q: d for q, d in scored.items() if d and q in qrels}
-        if not scored:
-            continue
-        evaluator = pytrec_eval.RelevanceEvaluator({q: qrels[q] for q in scored}, {f"{base}.{k}"})
-        for qid, row in evaluator.evaluate(scored).items():
-            values[measure][qid] = row[name]
+        for qid, row in rows.items():
+            if family == "mrr":
+                rr = row["recip_rank"]
+                values[measure][qid] = rr if rr and round(1 / rr) <= int(k) else 0.0
+            else:
+                values[measure][qid] = row[f"{names[family]}_{k}"]
     return values
 
 
@@ -90,11 +89,21 @@ def test_a_perfect_run_scores_one(qrels, noise):
     hits=st.lists(
         st.tuples(st.sampled_from(DOCS), st.one_of(st.sampled_from([0.0, 1.0, 2.0]), st.floats(-1e6, 1e6))),
         max_size=40,
-    )
+    ),
+    duplicates=st.sampled_from(["max", "first"]),
 )
-def test_tie_break_equals_the_plain_definition(hits):
-    best: dict[str, float] = {}
+def test_tie_break_equals_the_plain_definition(hits, duplicates):
+    """Score descending, then doc id descending by UTF-8 bytes (two stable sorts); a doc listed twice keeps
+    its best score (``max``) or its first copy (``first``), and is an error without a policy."""
+    kept: dict[str, float] = {}
     for doc, score in hits:
-        best[doc] = max(score, best.get(doc, score))
-    expected = sorted(best.items(), key=lambda item: (-item[1], item[0]))
-    assert tie_break(hits) == expected
+        if doc not in kept or (duplicates == "max" and score > kept[doc]):
+            kept[doc] = score
+    by_id = sorted(kept.items(), key=lambda item: item[0].encode("utf-8"), reverse=True)
+    expected = sorted(by_id, key=lambda item: -item[1])
+    assert tie_break(hits, duplicates) == expected
+    if len(kept) < len(hits):
+        with pytest.raises(RunError, match=r"is listed [0-9]+ times"):
+            tie_break(hits)
+    else:
+        assert tie_break(hits) == expected

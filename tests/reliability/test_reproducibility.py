@@ -92,10 +92,9 @@ def test_results_record_versions_and_config_hash(cli, tmp_path):
 def test_trec_eval_on_the_saved_run_file_gives_the_reported_numbers(cli, tmp_path):
     """A run file is only reproducible if a tool reading it gets the numbers the harness reported.
 
-    The query without indexable tokens makes every score 0 (a full tie): trec_eval orders exact ties
-    by doc id descending, the harness by doc id ascending. The file keeps the real scores, in the
-    harness's order, with that order in its rank column: trec_eval fed the rank order must agree,
-    and the score column must never contradict it.
+    The query without indexable tokens makes every score 0 (a full tie): trec_eval orders exact ties by
+    doc id descending, and so does the harness. trec_eval fed the file's own scores must agree, and
+    the rank column must be 1, 2, ... in the file's order, which is trec_eval's order of the scores.
     """
     import pytrec_eval
 
@@ -105,12 +104,15 @@ def test_trec_eval_on_the_saved_run_file_gives_the_reported_numbers(cli, tmp_pat
     cell = only_cell(tmp_path / "out")
     per_query = read_per_query(cell)
     evaluator = pytrec_eval.RelevanceEvaluator(QRELS, {"ndcg_cut.10", "recall.10"})
-    for qid, row in evaluator.evaluate(read_run(cell)).items():
+    scored = read_run(cell, use_scores=True)
+    assert len(set(scored["q3"].values())) == 1 and len(scored["q3"]) > 1  # the full tie is there
+    for qid, row in evaluator.evaluate(scored).items():
         assert row["ndcg_cut_10"] == pytest.approx(per_query[(qid, "ndcg@10")], abs=1e-12), qid
         assert row["recall_10"] == pytest.approx(per_query[(qid, "recall@10")], abs=1e-12), qid
-    for qid, scores in read_run(cell, use_scores=True).items():
-        ranked = list(read_run(cell)[qid])
-        assert [scores[doc] for doc in ranked] == sorted(scores.values(), reverse=True), qid
+    for qid, scores in scored.items():
+        by_rank = sorted(read_run(cell)[qid].items(), key=lambda item: -item[1])  # rank column: 1 / rank
+        by_id = sorted(scores.items(), key=lambda item: item[0].encode("utf-8"), reverse=True)
+        assert [doc for doc, _ in by_rank] == [doc for doc, _ in sorted(by_id, key=lambda item: -item[1])], qid
 
 
 def quickstart_with_lsa(folder: Path) -> Path:

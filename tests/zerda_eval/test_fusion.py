@@ -8,7 +8,7 @@ import pytest
 from retrieval.zerda.config import ContextEngineConfig, RetrieverConfig
 from retrieval.zerda.models import DocumentChunk
 from retrieval.zerda.retriever import HybridRetriever, KeywordRetriever, VectorRetriever
-from zerda_eval.errors import ConfigError
+from zerda_eval.errors import ConfigError, RunError
 from zerda_eval.fusion import FUSION_METHODS, fuse_runs, resolve_fusion_params
 
 RANX_NORMS = {"min-max": "min-max", "z-score": "zmuv", "none": None}  # our score_norm names -> ranx's
@@ -90,15 +90,19 @@ def test_wsum_matches_numpy_normalisation(score_norm):
     assert fused == pytest.approx(expected)
 
 
-def test_ties_broken_by_doc_id_and_top_k_cuts():
+def test_ties_broken_by_doc_id_descending_and_top_k_cuts():
     run = fuse_runs("rrf", [{"q": [("b", 1.0), ("a", 0.5)]}, {"q": [("a", 1.0), ("b", 0.5)]}], top_k=1)
-    assert run == {"q": [("a", pytest.approx(1 / 61 + 1 / 62))]}  # "a" and "b" tie; "a" sorts first
+    assert run == {"q": [("b", pytest.approx(1 / 61 + 1 / 62))]}  # "a" and "b" tie; "b" first, as trec_eval
 
 
 def test_query_missing_from_one_run_is_fused_with_an_empty_list():
     fused = fuse_runs("zerda", [A, {"q1": B["q1"]}])
     assert [d for d, _ in fused["q2"]] == ["d5"]
-    assert set(fuse_runs("rrf", [{"x": [("d", 1.0)]}, {"y": [("e", 1.0)]}])) == {"x", "y"}
+
+
+def test_runs_sharing_no_query_are_refused():
+    with pytest.raises(RunError, match=r"input runs share no query id \(run 1: 'x'; run 2: 'y'\); fuse runs of"):
+        fuse_runs("rrf", [{"x": [("d", 1.0)]}, {"y": [("e", 1.0)]}])
 
 
 def test_resolved_params_record_method_score_norm_k_weights():
@@ -155,8 +159,12 @@ def embed(text: str) -> np.ndarray:
 
 @pytest.mark.parametrize("rrf_order", ["as_documented", "fixed"])
 def test_zerda_fusion_reproduces_the_seed_hybrid_retriever(rrf_order):
-    """Fusing the two branch runs gives HybridRetriever's own composite scores and order."""
-    chunks = [DocumentChunk(text=t, doc_id=f"d{i}") for i, t in enumerate(TEXTS)]
+    """Fusing the two branch runs gives HybridRetriever's own composite scores and order.
+
+    The seed lists tied branch hits in corpus order, the harness ranks them by doc id descending
+    (trec_eval's order, from the scores, never from a list's order); the ids here descend with the corpus
+    position, so both orders are one and the RRF bonus of every hit agrees."""
+    chunks = [DocumentChunk(text=t, doc_id=f"d{len(TEXTS) - i}") for i, t in enumerate(TEXTS)]
     config = ContextEngineConfig(retriever=RetrieverConfig(rrf_order=rrf_order))
     vector = VectorRetriever(config)
     vector.index_chunks(chunks, embed)
@@ -261,3 +269,108 @@ def test_three_inputs_fuse_as_the_hand_formulas_say():
     top = max(rrf.values())
     assert fixed == pytest.approx({d: raw[d] + 0.20 * rrf[d] / top for d in raw})
     assert scores(fuse_runs("rrf", [A, B, C]), "q3") == pytest.approx({"d9": 1 / 61})  # a query one input holds
+
+
+# --- the order: ranks from the scores (trec_eval's tie-break), never from a container's order ----------
+
+RANK_METHODS = {
+    "rrf": {"k": 10},
+    "pipeline_rrf": {"k": 10},
+    "zerda": {"rrf_order": "fixed"},
+    "combsum": {},
+    "combmnz": {},
+    "wsum": {"weights": [0.3, 0.7]},
+}
+
+
+def trec_order(scored: dict[str, float]) -> list[tuple[str, float]]:
+    """trec_eval's order by its plain definition: score descending, then doc id descending by bytes."""
+    by_id = sorted(scored.items(), key=lambda item: item[0].encode("utf-8"), reverse=True)
+    return sorted(by_id, key=lambda item: -item[1])
+
+
+def tied_runs(seed: int, n_runs: int = 2) -> list[dict[str, dict[str, float]]]:
+    """Runs as ranx-style dicts in a shuffled (not score) order, with many tied scores and odd ids."""
+    rng = np.random.default_rng(seed)
+    ids = [f"d{i}" for i in range(25)] + ["D7", "é", "z"]
+    runs = []
+    for _ in range(n_runs):
+        run = {}
+        for qid in ("q1", "q2", "q3"):
+            docs = rng.choice(ids, size=int(rng.integers(2, 15)), replace=False).tolist()
+            run[qid] = {doc: float(rng.integers(0, 4)) / 2 for doc in docs}
+        runs.append(run)
+    return runs
+
+
+def sorted_runs(runs: list[dict[str, dict[str, float]]]) -> list[dict[str, dict[str, float]]]:
+    return [{qid: dict(trec_order(scored)) for qid, scored in run.items()} for run in runs]
+
+
+@pytest.mark.parametrize("method", list(RANK_METHODS))
+@pytest.mark.parametrize("seed", range(3))
+def test_fusion_of_runs_in_any_order_equals_fusion_of_runs_in_score_order(method, seed):
+    """A dict's insertion order (or a file's line order) is never a rank: values AND order agree."""
+    runs = tied_runs(seed)
+    given = [{qid: list(scored.items()) for qid, scored in run.items()} for run in runs]
+    ordered = [{qid: list(scored.items()) for qid, scored in run.items()} for run in sorted_runs(runs)]
+    fused = fuse_runs(method, given, **RANK_METHODS[method])
+    assert fused == fuse_runs(method, ordered, **RANK_METHODS[method])
+    for ranking in fused.values():
+        assert ranking == trec_order(dict(ranking))  # the fused run itself in trec_eval's order
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_rrf_equals_the_definition_on_ranks_from_scores(seed):
+    """RRF by hand: a doc's 1-based rank is its place in trec_eval's order of its run's scores."""
+    runs = tied_runs(seed, n_runs=3)
+    fused = fuse_runs("rrf", [{q: list(s.items()) for q, s in run.items()} for run in runs], k=5, weights=[1, 2, 0.5])
+    for qid in ("q1", "q2", "q3"):
+        expected: dict[str, float] = {}
+        for weight, run in zip([1, 2, 0.5], runs, strict=True):
+            for rank, (doc, _) in enumerate(trec_order(run[qid]), start=1):
+                expected[doc] = expected.get(doc, 0.0) + weight / (5 + rank)
+        assert [d for d, _ in fused[qid]] == [d for d, _ in trec_order(expected)]
+        assert dict(fused[qid]) == pytest.approx(expected, abs=1e-15)
+
+
+@pytest.mark.parametrize("method", list(RANK_METHODS))
+def test_a_non_finite_score_is_refused_by_every_method(method):
+    bad = {"q1": [("d1", 1.0), ("d2", float("nan"))]}
+    with pytest.raises(RunError, match=r"input run 2, query 'q1': non-finite score nan for document 'd2'"):
+        fuse_runs(method, [A, bad], **RANK_METHODS[method])
+
+
+@pytest.mark.parametrize("method", ["rrf", "wsum", "zerda", "pipeline_rrf"])
+def test_all_zero_weights_are_refused(method):
+    with pytest.raises(ConfigError, match=rf"{method}.weights are all 0 \(\[0.0, 0.0\]\).*at least one positive"):
+        fuse_runs(method, [A, B], weights=[0.0, 0.0])
+
+
+def test_a_doc_listed_twice_in_an_input_is_refused():
+    twice = {"q1": [("d1", 1.0), ("d1", 0.5)]}
+    with pytest.raises(RunError, match=r"input run 1, query 'q1': document 'd1' is listed 2 times"):
+        fuse_runs("rrf", [twice, B])
+
+
+RANX_METHODS = {"rrf": ("rrf", {"k": 10}), "combsum": ("sum", {}), "combmnz": ("mnz", {})}
+RANX_METHODS["wsum"] = ("wsum", {"weights": [0.3, 0.7]})
+
+
+@RANX_KERNELS
+@pytest.mark.parametrize("method", list(RANX_METHODS))
+@pytest.mark.parametrize("seed", range(2))
+def test_fusion_equals_ranx_fuse_on_runs_in_any_order(method, seed):
+    """ranx keeps insertion order among tied scores, so it is fed the runs already in trec_eval's order;
+    the harness gets them shuffled. Values equal to 1e-12; the order is the fused scores' trec_eval order."""
+    from ranx import Run, fuse
+
+    runs = tied_runs(seed)
+    ranx_name, params = RANX_METHODS[method]
+    norm = "min-max" if method != "rrf" else None
+    theirs = fuse([Run(run) for run in sorted_runs(runs)], norm=norm, method=ranx_name, params=params).to_dict()
+    ours = fuse_runs(method, [{q: list(s.items()) for q, s in run.items()} for run in runs], **params)
+    assert ours.keys() == theirs.keys()
+    for qid, ranking in ours.items():
+        assert dict(ranking) == pytest.approx(theirs[qid], abs=1e-12)
+        assert [d for d, _ in ranking] == [d for d, _ in trec_order(theirs[qid])]

@@ -12,17 +12,28 @@ import math
 import numpy as np
 import pytest
 
-from zerda_eval.errors import RunError
+from zerda_eval.errors import ConfigError, RunError
 from zerda_eval.evaluation.efficiency import Efficiency
 from zerda_eval.evaluation.measures import DEFAULT_MEASURES, aggregate_values, evaluate_run
-from zerda_eval.ranking import ranked_arrays, tie_break, top_doc_ids
+from zerda_eval.ranking import order_run, ranked_arrays, tie_break, top_doc_ids
 
 
-def test_tie_break_orders_score_desc_then_doc_id_asc_and_dedupes():
-    ranked = tie_break([("d3", 1.0), ("d1", 2.0), ("d2", 1.0), ("d1", 0.5)])
-    assert ranked == [("d1", 2.0), ("d2", 1.0), ("d3", 1.0)]
-    assert tie_break([("a", 1.0), ("a", 1.0)]) == [("a", 1.0)]
+def test_tie_break_orders_score_desc_then_doc_id_desc_by_bytes():
+    """trec_eval's order: ``strcmp(docno2, docno1)`` on ties, so "d3" > "d20" > "d2" > "D9"."""
+    ranked = tie_break([("d2", 1.0), ("d1", 2.0), ("d3", 1.0), ("D9", 1.0), ("d20", 1.0)])
+    assert ranked == [("d1", 2.0), ("d3", 1.0), ("d20", 1.0), ("d2", 1.0), ("D9", 1.0)]
+    assert [doc for doc, _ in tie_break([("é", 0.0), ("z", 0.0), ("ع", 0.0)])] == ["ع", "é", "z"]
     assert tie_break([]) == []
+
+
+def test_a_doc_listed_twice_is_an_error_unless_a_policy_is_given():
+    hits = [("d3", 1.0), ("d1", 0.5), ("d2", 1.0), ("d1", 2.0)]
+    with pytest.raises(RunError, match=r"run 'x', query 'q1': document 'd1' is listed 2 times; .*duplicates = 'max'"):
+        tie_break(hits, where="run 'x', query 'q1'")
+    assert tie_break(hits, "max") == [("d1", 2.0), ("d3", 1.0), ("d2", 1.0)]
+    assert tie_break(hits, "first") == [("d3", 1.0), ("d2", 1.0), ("d1", 0.5)]
+    with pytest.raises(ConfigError, match="duplicates must be one of 'max', 'first', got 'last'"):
+        order_run({"q1": hits}, "last")
 
 
 def test_non_finite_score_is_a_run_error():
@@ -31,11 +42,11 @@ def test_non_finite_score_is_a_run_error():
 
 
 def test_hand_computed_example():
-    # q1: relevant d1 (grade 2) and d3 (grade 1); the run ranks d2, d1, d3 (d1 and d3 tie, d1 < d3).
+    # q1: relevant d1 (grade 2) and d3 (grade 1); the run ranks d2, d3, d1 (d1 and d3 tie: d3 > d1 first).
     qrels = {"q1": {"d1": 2, "d3": 1}, "q2": {"d9": 1}}
     run = {"q1": [("d2", 3.0), ("d3", 1.0), ("d1", 1.0)], "q2": []}
     values = evaluate_run(run, qrels, ["ndcg@3", "mrr@3", "recall@2", "map@3", "precision@2"])
-    dcg = 2 / math.log2(3) + 1 / math.log2(4)  # linear gain, as ranx and trec_eval's ndcg_cut
+    dcg = 1 / math.log2(3) + 2 / math.log2(4)  # linear gain, as ranx and trec_eval's ndcg_cut
     idcg = 2 / math.log2(2) + 1 / math.log2(3)
     assert values["ndcg@3"]["q1"] == pytest.approx(dcg / idcg, abs=1e-12)
     assert values["mrr@3"]["q1"] == pytest.approx(0.5)
@@ -65,21 +76,20 @@ TREC_NAMES = {"ndcg": "ndcg_cut", "recall": "recall", "map": "map_cut", "precisi
 
 
 def trec_eval_values(run, qrels, measure):
-    """pytrec_eval's per-query values of a ranx measure name (MRR@k: recip_rank on the run cut at k)."""
+    """pytrec_eval's per-query values of a ranx measure name on the run's own scores (trec_eval breaks the
+    ties); MRR@k is ``recip_rank``, 0 when the first relevant doc ranks below k."""
     import pytrec_eval
 
     family, k = measure.split("@")
     k = int(k)
-    scored = {
-        qid: {doc: float(len(r) - i) for i, (doc, _) in enumerate(r[: k if family == "mrr" else None])}
-        for qid, r in run.items()
-        if r
-    }
+    scored = {qid: dict(r) for qid, r in run.items() if r}
     name = "recip_rank" if family == "mrr" else f"{TREC_NAMES[family]}.{k}"
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {name.split(".")[0] if family == "mrr" else name})
-    out = evaluator.evaluate(scored)
+    out = pytrec_eval.RelevanceEvaluator(qrels, {name}).evaluate(scored)
     key = "recip_rank" if family == "mrr" else f"{TREC_NAMES[family]}_{k}"
-    return {qid: out[qid][key] if qid in out else 0.0 for qid in qrels}
+    values = {qid: out[qid][key] if qid in out else 0.0 for qid in qrels}
+    if family == "mrr":
+        values = {qid: rr if rr and round(1 / rr) <= k else 0.0 for qid, rr in values.items()}
+    return values
 
 
 @pytest.mark.slow
@@ -137,9 +147,8 @@ def random_run_and_qrels(seed: int) -> tuple[dict, dict]:
 def test_kernel_equals_trec_eval_on_random_runs_with_ties(seed):
     run, qrels = random_run_and_qrels(seed)
     values = evaluate_run(run, qrels, ALL_FAMILIES)
-    tie_broken = {qid: tie_break(results) for qid, results in run.items()}
     for measure in ALL_FAMILIES:
-        reference = trec_eval_values(tie_broken, qrels, measure)
+        reference = trec_eval_values(run, qrels, measure)
         assert values[measure].keys() == qrels.keys()
         worst = max(abs(values[measure][qid] - reference[qid]) for qid in qrels)
         assert worst < 1e-12, (measure, worst)
@@ -150,8 +159,8 @@ def test_top_doc_ids_equals_ranked_arrays():
     rankings = [[]]
     for _ in range(200):
         n = int(rng.integers(0, 40))
-        ids = [f"d{i}" for i in rng.integers(0, 30, size=n)]  # duplicates too
-        scores = rng.integers(0, 6, size=n).astype(float)
+        ids = [f"d{i}" for i in rng.choice(30, size=min(n, 30), replace=False)]
+        scores = rng.integers(0, 6, size=len(ids)).astype(float)
         ranking = list(zip(ids, scores.tolist(), strict=True))
         rankings.append(ranking if rng.random() < 0.5 else tie_break(ranking))  # sorted, or not
     for depth in (1, 5, 100):

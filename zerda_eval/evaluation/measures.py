@@ -2,9 +2,10 @@
 
 ranx and trec_eval order tied scores differently (trec_eval: score desc, then doc id desc; ranx:
 whatever its sort yields), which moved MAP@100 by up to 2e-3 on the small Arabic sets. So every run
-is first put in ONE order (``TIE_BREAK``: score descending, then doc id ascending); the measures are
-then computed on that ranking by one compiled kernel (``evaluation.kernel``) that follows trec_eval's
-arithmetic, and equal pytrec_eval's values on the same ranking to 1e-12.
+is first put in ONE order, trec_eval's (``TIE_BREAK``: score descending, then doc id descending by
+UTF-8 bytes); the measures are then computed on that ranking by one compiled kernel
+(``evaluation.kernel``) that follows trec_eval's arithmetic, and equal pytrec_eval's values on the same
+run (its own scores, its own tie-break) to 1e-12.
 
 Names: ``MEASURE_NAMES`` is the one name table. It accepts ranx's names (``ndcg@10``, ``mrr@10``,
 ``recall@100``, ``map@100``, ``precision@10``) and ir_measures' (``nDCG@10``, ``AP@100``, ``RR@10``,
@@ -21,6 +22,7 @@ returned nothing for is evaluated on an empty ranking: 0 on every measure but ``
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -28,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from zerda_eval.errors import ConfigError, did_you_mean
+from zerda_eval.errors import ConfigError, DataFormatError, RunError, ZerdaEvalWarning, did_you_mean
 from zerda_eval.ranking import Run, tie_break, top_doc_ids
 
 # The kernel's families, in the order of its codes (``evaluation.kernel``: NDCG = 0, ...).
@@ -153,6 +155,29 @@ def evaluate_run(run: Run, qrels: Qrels, measures: Sequence[str]) -> dict[str, d
     for measure, row in zip(measures, table.tolist(), strict=True):
         values[measure].update(zip(qids, row, strict=True))
     return values
+
+
+def check_query_overlap(run: Mapping[str, Any], qrels: Qrels, where: str = "run") -> None:
+    """Refuse a run that shares no query id with the judged queries of ``qrels`` (it would score 0 on
+    everything); one ``ZerdaEvalWarning`` with the counts when the overlap is partial."""
+    judged = [qid for qid, docs in qrels.items() if docs]
+    if not judged:
+        raise DataFormatError("qrels: no query has a judgement; give the qrels of the run's queries")
+    shared = sum(qid in run for qid in judged)
+    if not shared:
+        run_ids, qrels_ids = ", ".join(map(repr, list(run)[:3])) or "none", ", ".join(map(repr, judged[:3]))
+        raise RunError(
+            f"{where} shares no query id with the qrels (run: {run_ids}; qrels: {qrels_ids}); "
+            "evaluate it against the qrels of its own queries (same dataset, same id spelling)"
+        )
+    unjudged = len(run) - sum(qid in qrels for qid in run)
+    if shared < len(judged) or unjudged:
+        warnings.warn(
+            f"{where} covers {shared} of {len(judged)} judged queries (the other {len(judged) - shared} score 0 "
+            f"in every mean); {unjudged} of its {len(run)} queries are not judged and are ignored",
+            ZerdaEvalWarning,
+            stacklevel=3,
+        )
 
 
 def _offsets(lengths: Any, n: int) -> np.ndarray:

@@ -46,7 +46,7 @@ from zerda_eval.execution.rerank import MODEL_LOAD_KEY, reranked_run
 from zerda_eval.execution.tuned_fusion import Judged, tuned_fusion_run
 from zerda_eval.execution.tuning import train_overlap, tuned_run
 from zerda_eval.hashing import canonical_json
-from zerda_eval.ranking import Run, tie_break
+from zerda_eval.ranking import Run, order_run
 from zerda_eval.store.build_costs import (
     COUNTED_ONCE_KEY,
     SHARED_KEY,
@@ -130,7 +130,7 @@ def _compute(
             run, efficiency, stats = reranked_run(cell, output_dir, collection, queries)
         else:
             run, efficiency, stats = _search(cell, collection, queries, cache_dir, progress, systems)
-    run = _finish_run(run, collection, cell.config["depth"])
+    run = _finish_run(run, collection, cell.config["depth"], f"cell {cell.label!r}")
     per_query, means = evaluate_collection(run, collection, qids, cell.config["measures"])
     measured = asdict(efficiency)
     if cell.kind != "system":  # what the cells it fuses (or, tuned, the cells it chose) cost from scratch,
@@ -322,10 +322,13 @@ def _latency_s(result: Mapping[str, Any], qid: str) -> float:
     return math.nan if latencies is None else latencies.get(qid, 0.0) / 1000.0
 
 
-def _finish_run(run: Mapping[str, list], collection: Any, depth: int) -> Run:
-    """Protocol rules, then the tie-break order, then the cut: self-hits dropped, run depth of the dataset."""
+def _finish_run(run: Mapping[str, list], collection: Any, depth: int, where: str = "run") -> Run:
+    """Protocol rules, then the tie-break order, then the cut: self-hits dropped, run depth of the dataset.
+
+    A doc listed twice is an error naming ``where`` and the query (a family that allows it applied its
+    ``duplicates`` policy already)."""
     from zerda_eval.datasets.protocols import drop_self_hits
 
     cut = min(depth, collection.options.get("run_depth", depth))
     kept = drop_self_hits(run, collection)
-    return {qid: tie_break(results)[:cut] for qid, results in kept.items()}
+    return {qid: ranking[:cut] for qid, ranking in order_run(kept, None, where).items()}

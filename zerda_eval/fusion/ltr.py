@@ -26,7 +26,7 @@ import numpy as np
 from retrieval.core import tokenize
 from zerda_eval.errors import RunError
 from zerda_eval.fusion.methods import score_matrix
-from zerda_eval.ranking import Ranking, Run, sort_ranking
+from zerda_eval.ranking import Ranking, Run, sort_ranking, tie_break
 
 PER_INPUT_FEATURES = ("score", "rr", "present")
 
@@ -37,12 +37,14 @@ def feature_names(n_inputs: int) -> list[str]:
 
 
 def ltr_features(rankings: Sequence[Ranking], query: str) -> tuple[list[str], np.ndarray]:
-    """One query's candidates (first-seen order over the inputs) and their feature rows (``feature_names``)."""
-    docs, scores, present = score_matrix(list(rankings), "min-max")
+    """One query's candidates (first-seen order over the inputs, each in ``TIE_BREAK`` order) and their
+    feature rows (``feature_names``); a rank is the position in that order, never in the list given."""
+    rankings = [tie_break(ranking) for ranking in rankings]
+    docs, scores, present = score_matrix(rankings, "min-max")
     column = {doc_id: j for j, doc_id in enumerate(docs)}
     reciprocal = np.zeros(scores.shape)
     for row, ranking in enumerate(rankings):
-        for rank, (doc_id, _) in reversed(list(enumerate(ranking, start=1))):  # a doc listed twice: its best rank
+        for rank, (doc_id, _) in enumerate(ranking, start=1):
             reciprocal[row, column[doc_id]] = 1.0 / rank
     per_input = np.stack([scores, reciprocal, present.astype(np.float64)], axis=1)  # (inputs, 3, docs)
     features = per_input.reshape(-1, len(docs)).T

@@ -1,8 +1,11 @@
 """Fusion of runs: ranx's methods (RRF, CombSUM, CombMNZ, weighted sum) and the two seed APIs' own fusion.
 
-A run here is ``{query_id: [(doc_id, score), ...]}`` best first. ``fuse_runs`` aligns the inputs by
-query id (a query missing from one input fuses as an empty list there), fuses, and returns a run sorted
-by score descending, then doc id ascending (the project's tie-break).
+A run here is ``{query_id: [(doc_id, score), ...]}``. ``fuse_runs`` first puts every input ranking in
+the one order (``zerda_eval.ranking.TIE_BREAK``: score descending, then doc id descending, trec_eval's),
+so a rank (RRF, the seeds' RRF bonus) comes from the scores, never from a list's or dict's order; a doc
+listed twice or a non-finite score is a ``RunError``. It aligns the inputs by query id (a query missing
+from one input fuses as an empty list there; inputs that share no query at all are refused), fuses,
+and returns a run in the same order.
 
 Methods and where they come from:
 
@@ -35,8 +38,8 @@ from retrieval.core import rrf_scores
 from retrieval.zerda.config import FIXED, RRF_ORDERS, RetrieverConfig
 from retrieval.zerda.retriever import HybridRetriever, rrf_bonuses, weighted_sum
 from zerda_eval.checks import check_keys
-from zerda_eval.errors import ConfigError, unknown_value_message
-from zerda_eval.ranking import Ranking, Run, sort_ranking
+from zerda_eval.errors import ConfigError, RunError, unknown_value_message
+from zerda_eval.ranking import Ranking, Run, order_run, sort_ranking
 from zerda_eval.systems.params import ParamSpec
 
 SCORE_NORMS = ("min-max", "z-score", "none")  # ranx's names: min-max, zmuv, (none)
@@ -98,6 +101,12 @@ def resolve_fusion_params(method: str, params: Mapping[str, Any], where: str = "
     resolved: dict[str, Any] = {"method": method}
     for key, param in spec.items():
         resolved[key] = param.check(params[key], f"{where}: {method}.{key}") if key in params else param.default
+    weights = resolved.get("weights")
+    if weights is not None and not any(weights):
+        raise ConfigError(
+            f"{where}: {method}.weights are all 0 ({weights}), which scores every doc 0 and ranks by doc id alone; "
+            "give at least one positive weight"
+        )
     return resolved
 
 
@@ -114,8 +123,9 @@ def fuse_runs(method: str, runs: Sequence[Mapping[str, Ranking]], **params: Any)
     weights = resolved.get("weights")
     if weights is not None and len(weights) != len(runs):
         raise ConfigError(f"fuse_runs: {len(weights)} weights for {len(runs)} input runs; give one per run")
+    runs = ordered_inputs(runs)
     query_ids = list(dict.fromkeys(qid for run in runs for qid in run))
-    aligned = [{qid: list(run.get(qid, [])) for qid in query_ids} for run in runs]
+    aligned = [{qid: run.get(qid, []) for qid in query_ids} for run in runs]
     if method in COMBINATIONS:
         weights = weights if method == "wsum" and weights else [1.0] * len(runs)
         fused = {qid: _combine(method, [r[qid] for r in aligned], resolved["score_norm"], weights) for qid in query_ids}
@@ -129,6 +139,18 @@ def fuse_runs(method: str, runs: Sequence[Mapping[str, Ranking]], **params: Any)
     else:
         fused = _fuse_zerda(aligned, query_ids, resolved)
     return {qid: sort_ranking(scores.items(), resolved["top_k"]) for qid, scores in fused.items()}
+
+
+def ordered_inputs(runs: Sequence[Mapping[str, Ranking]], where: str = "fuse_runs") -> list[Run]:
+    """The input runs in ``TIE_BREAK`` order (``RunError`` on a doc listed twice or a non-finite score);
+    runs that share no query id are a ``RunError``: fusing them would only list their union."""
+    ordered = [order_run(run, None, f"{where}: input run {i}") for i, run in enumerate(runs, start=1)]
+    if ordered and any(ordered) and not set.intersection(*(set(run) for run in ordered)):
+        examples = "; ".join(
+            f"run {i}: {', '.join(map(repr, list(run)[:3])) or 'none'}" for i, run in enumerate(ordered, 1)
+        )
+        raise RunError(f"{where}: the input runs share no query id ({examples}); fuse runs of the same queries")
+    return ordered
 
 
 def _ids(ranking: Ranking) -> list[str]:
@@ -164,7 +186,7 @@ def score_matrix(rankings: list[Ranking], score_norm: str) -> tuple[list[str], n
     columns: dict[str, int] = {}
     rows = []
     for ranking in rankings:
-        scores = dict(ranking)  # a doc listed twice keeps its last score, as in a ranx Run
+        scores = dict(ranking)  # each doc once (``ordered_inputs``)
         where = np.array([columns.setdefault(doc_id, len(columns)) for doc_id in scores], dtype=np.intp)
         rows.append((where, _normalised(np.fromiter(scores.values(), np.float64, len(scores)), score_norm)))
     matrix = np.zeros((len(rankings), len(columns)))
@@ -212,6 +234,7 @@ def wsum_grid(
         resolve_fusion_params("wsum", {"weights": weights, "score_norm": score_norm, "top_k": top_k}, "wsum_grid")
         if len(weights) != len(runs):
             raise ConfigError(f"wsum_grid: {len(weights)} weights for {len(runs)} input runs; give one per run")
+    runs = ordered_inputs(runs, "wsum_grid")
     fused: list[Run] = [{} for _ in vectors]
     for qid in dict.fromkeys(qid for run in runs for qid in run):
         docs, matrix, present = score_matrix([list(run.get(qid, [])) for run in runs], score_norm)

@@ -4,7 +4,7 @@ Layout of ``output_dir``::
 
     experiment.json                 resolved config, its hash, the cell ids of the grid; the directory
                                     belongs to the experiment it names (another one is refused)
-    cells/<cell_id>/run.trec        TREC run (``qid Q0 docid rank score tag``), tie-break order
+    cells/<cell_id>/run.trec        TREC run (``qid Q0 docid rank score tag``), trec_eval's tie-break order
     cells/<cell_id>/per_query.csv   query_id, measure, value
     cells/<cell_id>/result.json     written LAST: means, efficiency, stats, config, the SHA-256 of
                                     the two files above and its own checksum
@@ -139,11 +139,11 @@ def finished_results(output_dir: Path, cell_ids: list[str], known: Mapping[str, 
 
 
 def format_trec(run: Mapping[str, Ranking], tag: str = RUN_TAG) -> str:
-    """TREC run lines ``qid Q0 docid rank score tag``, in the order given (the tie-break order).
+    """TREC run lines ``qid Q0 docid rank score tag``, in the order given (the tie-break order), rank 1, 2, ...
 
-    The score column keeps the systems' real scores (fusion reads them back). trec_eval ignores the
-    rank column and orders exact ties by doc id *descending*, so to re-evaluate a file with trec_eval,
-    give it the rank order (e.g. score = -rank): the harness's numbers are those of the rank order.
+    The score column keeps the systems' real scores (repr: they read back to the same float). The
+    order is trec_eval's own (score descending, then doc id descending), so trec_eval, which ignores
+    the rank column and sorts by score itself, evaluates the file on the ranking the harness did.
     """
     lines = [
         f"{qid} Q0 {doc_id} {rank} {score!r} {tag}"

@@ -10,10 +10,12 @@ parquet    columns ``q_id, doc_id, score`` (ranx's)     columns ``q_id, doc_id, 
 =========  ==========================================  ==========================================
 
 The kind follows the extension (``.json``, ``.parquet`` / ``.parq``; else TREC) unless ``kind`` is
-given. A run is read as ``{qid: [(doc_id, score), ...]}`` in file order (the measures apply the one
-tie-break); a run is written in the tie-break order (``zerda_eval.ranking``), TREC lines by
-``run_dir.format_trec``, the format of every cell's ``run.trec``. A malformed file is a one-line
-``DataFormatError`` naming the file (and line); qrels follow ``store.qrels_text``'s rules.
+given. A run is read as ``{qid: [(doc_id, score), ...]}`` in the tie-break order (``zerda_eval.ranking``,
+trec_eval's), whatever the order of the file's lines: a line's place is never a rank. A doc listed twice
+for a query is an error naming the file unless a ``duplicates`` policy is given. A run is written in the
+tie-break order, TREC lines by ``run_dir.format_trec``, the format of every cell's ``run.trec``. A
+malformed file is a one-line ``DataFormatError`` naming the file (and line); qrels follow
+``store.qrels_text``'s rules.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from zerda_eval.errors import DataFormatError
-from zerda_eval.ranking import Run, sort_ranking
+from zerda_eval.ranking import Run, order_run, sort_ranking
 from zerda_eval.store.files import atomic_write_bytes, atomic_write_text
 from zerda_eval.store.qrels_text import judgements, read_qrels_lines
 from zerda_eval.store.run_dir import RUN_TAG, format_trec, read_trec
@@ -46,19 +48,19 @@ def file_kind(path: str | Path, kind: str | None = None) -> str:
     return {".json": "json", ".parquet": "parquet", ".parq": "parquet"}.get(suffix, "trec")
 
 
-def read_run(path: str | Path, kind: str | None = None) -> Run:
-    """A run file as ``{qid: [(doc_id, score), ...]}`` in file order."""
+def read_run(path: str | Path, kind: str | None = None, duplicates: str | None = None) -> Run:
+    """A run file as ``{qid: [(doc_id, score), ...]}`` in the tie-break order (``duplicates``: None, "max", "first")."""
     path = Path(path)
     kind = file_kind(path, kind)
     if kind == "trec":
-        return read_trec(path)
+        return order_run(read_trec(path), duplicates, str(path))
     run: Run = {}
     for qid, doc_id, score in _records(path, kind, "score"):
         try:
             run.setdefault(qid, []).append((doc_id, float(score)))
         except (TypeError, ValueError):
             raise DataFormatError(f"{path}: query {qid!r}, doc {doc_id!r}: score {score!r} is not a number") from None
-    return run
+    return order_run(run, duplicates, str(path))
 
 
 def write_run(run: Mapping[str, Any], path: str | Path, kind: str | None = None, tag: str = RUN_TAG) -> Path:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zerda_eval.errors import ConfigError
+from zerda_eval.ranking import DUPLICATE_POLICIES
 
 KIND_TEXT = {
     "float": "a number",
@@ -97,3 +98,14 @@ def _is_number(value: Any) -> bool:
 def default_of(function: Callable[..., Any], name: str) -> Any:
     """The default of parameter ``name`` of ``function``: a seed API's own default, read rather than restated."""
     return inspect.signature(function).parameters[name].default
+
+
+# A family whose rankings come from outside (a run file, a user's code) may list a doc twice: an error
+# unless this parameter (in the cell id, like every parameter) says which copy counts.
+DUPLICATES = ParamSpec(
+    None,
+    "str",
+    "a doc listed twice for one query: 'max' keeps its best score, 'first' its first copy; none: an error",
+    choices=DUPLICATE_POLICIES,
+    optional=True,
+)

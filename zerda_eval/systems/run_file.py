@@ -20,7 +20,7 @@ from zerda_eval.hashing import file_sha256
 from zerda_eval.ranking import Ranking, Run, sort_ranking
 from zerda_eval.store.run_dir import trec_lines
 from zerda_eval.systems.base import System
-from zerda_eval.systems.params import ParamSpec
+from zerda_eval.systems.params import DUPLICATES, ParamSpec
 
 DATASET_FIELD = "{dataset}"
 
@@ -40,6 +40,7 @@ class RunFileSystem(System):
         "path": ParamSpec(
             None, "str", "TREC run file, or a pattern with {dataset} (the dataset's name or id)", required=True
         ),
+        "duplicates": DUPLICATES,
     }
 
     @classmethod
@@ -70,9 +71,12 @@ class RunFileSystem(System):
         raise NotImplementedError  # search is by query id: see search
 
     def search(self, queries: dict[str, str], k: int) -> dict[str, Ranking]:
-        """The file's ranking of each query (tie-break order, at most ``k``); a query it lacks gets none."""
+        """The file's ranking of each query (tie-break order, at most ``k``); a query it lacks gets none.
+
+        A doc listed twice for a query is an error naming the file, unless ``duplicates`` is set."""
         run = {}
+        path = self.content["run_file"]
         for qid in queries:
-            ranking = sort_ranking(self._run.get(qid, []), k)
+            ranking = sort_ranking(self._run.get(qid, []), k, self.params["duplicates"], f"{path}, query {qid!r}")
             run[qid] = self.answer(ranking, ranking[0][1] if ranking else None)
         return run

@@ -31,9 +31,9 @@ from typing import Any, ClassVar
 
 from zerda_eval.datasets.streamed import StreamedTexts
 from zerda_eval.errors import ConfigError, RunError, UserCodeError
-from zerda_eval.ranking import Ranking
+from zerda_eval.ranking import Ranking, sort_ranking
 from zerda_eval.systems.base import System
-from zerda_eval.systems.params import ParamSpec
+from zerda_eval.systems.params import DUPLICATES, ParamSpec
 
 FACTORY_SEPARATOR = ":"
 
@@ -97,6 +97,7 @@ class PythonSystem(System):
             None, "str", "your system's version: part of the cell id, change it when its results change", required=True
         ),
         "options": ParamSpec({}, "table", "keyword arguments of the factory"),
+        "duplicates": DUPLICATES,
     }
 
     @classmethod
@@ -163,7 +164,7 @@ class PythonSystem(System):
                 raise UserCodeError(f"{where} returned score nan for doc {doc_id!r}; scores must be numbers")
             if ranking[-1][0] not in self._doc_ids:
                 raise RunError(f"{where} returned doc id {doc_id!r}, which is not in dataset {self.collection.id!r}")
-        return ranking
+        return sort_ranking(ranking, None, self.params["duplicates"], where) if self.params["duplicates"] else ranking
 
 
 def _call_user(function: Callable[..., Any], args: tuple, where: str, kwargs: Mapping[str, Any] | None = None) -> Any:

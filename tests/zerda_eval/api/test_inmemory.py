@@ -20,7 +20,6 @@ import zerda_eval as ze
 from tests.conftest import experiment_header, trec_dataset, write_trec_folder
 from zerda_eval import Experiment
 from zerda_eval.errors import ConfigError, DataFormatError
-from zerda_eval.ranking import tie_break
 from zerda_eval.store.run_dir import RUN_FILE, cell_dir, read_cell_run
 
 WORDS = ["cats", "dogs", "birds", "fish", "sing", "bark", "purr", "swim", "fly", "sleep", "run", "jump"]
@@ -132,13 +131,11 @@ def test_fuse_equals_the_grid_fusion_cell(grid):
     inputs = [results.run("bm25"), results.run("bm25_flat")]
     fused = ze.fuse(inputs, method="rrf")
     cell = read_cell_run(results.run_dir, results.cell_id("rrf"))
-    assert {qid: tie_break(ranking)[:10] for qid, ranking in fused.items()} == cell
+    assert {qid: ranking[:10] for qid, ranking in fused.items()} == cell
     as_ranx = ze.fuse({"a": inputs[0], "b": inputs[1]}, method="wsum", as_ranx=True, weights=[0.5, 0.5])
     assert isinstance(as_ranx, RanxRun)
     point = results.cell_id("wsum[weights=[0.5, 0.5]]")
-    assert {q: tie_break(list(d.items()))[:10] for q, d in as_ranx.to_dict().items()} == read_cell_run(
-        results.run_dir, point
-    )
+    assert {q: list(d.items())[:10] for q, d in as_ranx.to_dict().items()} == read_cell_run(results.run_dir, point)
 
 
 def test_optimize_fusion_equals_the_grid_tuned_row(grid):
@@ -148,7 +145,7 @@ def test_optimize_fusion_equals_the_grid_tuned_row(grid):
         qrels, inputs, method="wsum", measure="ndcg@10", folds=FOLDS, grid={"weights": WEIGHTS}, seed=SEED
     )
     tuned = results.cell_id("wsum[tuned]")
-    assert {qid: tie_break(r)[:10] for qid, r in choice.run.items()} == read_cell_run(results.run_dir, tuned)
+    assert {qid: r[:10] for qid, r in choice.run.items()} == read_cell_run(results.run_dir, tuned)
     recorded = json.loads((cell_dir(results.run_dir, tuned) / "result.json").read_text())["stats"]["tuning"]
     assert [c["chosen"] for c in recorded["choices"]] == [
         f"wsum[weights={json.dumps(c['params']['weights'])}]" for c in choice.folds
@@ -160,15 +157,16 @@ def test_optimize_fusion_equals_the_grid_tuned_row(grid):
 def test_optimize_fusion_default_grid_is_weights_in_tenths():
     # min-max per query: the first run puts the relevant doc first (1 vs 0), the second last. Fused, the
     # relevant doc scores w1 and the other w2: ranked first when w1 > w2 (q2), or w1 >= w2 when its id is
-    # lower (q1, q3: ties go by doc id). The first point in order where every query has RR 1 is (0.6, 0.4).
-    qrels = {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 1}}
-    first = {"q1": {"a": 1.0, "b": 0.0}, "q2": {"b": 1.0, "a": 0.0}, "q3": {"c": 1.0, "d": 0.0}}
-    second = {"q1": {"b": 1.0, "a": 0.0}, "q2": {"a": 1.0, "b": 0.0}, "q3": {"d": 1.0, "c": 0.0}}
+    # higher (q1, q3: ties go by doc id descending). The first point in order where every query has RR 1 is
+    # (0.6, 0.4).
+    qrels = {"q1": {"b": 1}, "q2": {"a": 1}, "q3": {"d": 1}}
+    first = {"q1": {"b": 1.0, "a": 0.0}, "q2": {"a": 1.0, "b": 0.0}, "q3": {"d": 1.0, "c": 0.0}}
+    second = {"q1": {"a": 1.0, "b": 0.0}, "q2": {"b": 1.0, "a": 0.0}, "q3": {"c": 1.0, "d": 0.0}}
     choice = ze.optimize_fusion(qrels, [first, second], method="wsum", measure="RR", folds=3)
     assert len(choice.grid) == 11 and choice.grid[0] == {"weights": [0.0, 1.0]}
     assert choice.best_params == {"weights": [0.6, 0.4]}
     # held out, q2's fold is chosen on q1 and q3 alone: (0.5, 0.5) is the first point right for both, and
-    # the tie it leaves on q2 puts a (not relevant) first; the other folds choose (0.6, 0.4)
+    # the tie it leaves on q2 puts b (not relevant) first; the other folds choose (0.6, 0.4)
     q2_fold = next(c for c in choice.folds if c["chosen_on_queries"] == 2 and c["params"]["weights"] == [0.5, 0.5])
     assert sum(c["params"]["weights"] == [0.6, 0.4] for c in choice.folds) == 2 and q2_fold
     assert ze.evaluate(qrels, choice.run, "RR", per_query=True) == {"q1": 1.0, "q2": 0.5, "q3": 1.0}
@@ -205,7 +203,7 @@ def test_run_and_qrels_files_round_trip_through_ranx(tmp_path, suffix):
         assert theirs.to_dict() == run and their_qrels.to_dict() == qrels
     assert {q: dict(r) for q, r in ze.read_run(run_path).items()} == run
     assert ze.read_qrels(qrels_path) == qrels
-    assert ze.read_run(run_path)["q1"] == [("d1", 2.5), ("d2", 2.5), ("d3", 0.125)]  # tie-break order
+    assert ze.read_run(run_path)["q1"] == [("d2", 2.5), ("d1", 2.5), ("d3", 0.125)]  # trec_eval's tie-break order
     # and ranx's own files are read back the same
     RanxRun(run, name="theirs").save(str(tmp_path / f"ranx{suffix}"))
     assert {q: dict(r) for q, r in ze.read_run(tmp_path / f"ranx{suffix}").items()} == run

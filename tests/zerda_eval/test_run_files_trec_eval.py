@@ -1,0 +1,117 @@
+"""Every cell's ``run.trec``, evaluated by pytrec_eval (trec_eval) on its own scores, gives the cell's
+``per_query.csv`` values to 1e-12, on every bundled dataset, for cheap families and every fusion method.
+
+trec_eval breaks tied scores by doc id descending (``strcmp``) and ignores the rank column; the harness
+ranks, writes and evaluates in that one order, so a user who checks a cell with trec_eval gets its
+numbers. ``zerda.metadata`` scores every document 1.0 (a full tie on every query), so the order of ties
+reaches every measure and every fusion; the rank column must read 1, 2, ... down each query's lines.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import pytrec_eval
+
+from tests.conftest import experiment_header
+from zerda_eval import Experiment
+from zerda_eval.datasets import BUNDLED_IDS, load_collection
+from zerda_eval.store.run_dir import PER_QUERY_FILE, RUN_FILE, cell_dir, read_per_query_csv
+
+MAX_QUERIES = 5  # metadata scans the collection per query: this keeps the grid to seconds
+# harness name -> (trec_eval measure, its key in pytrec_eval's answer, trec_eval's -l relevance level)
+TREC_EVAL = {
+    "ndcg@10": ("ndcg_cut.10", "ndcg_cut_10", 1),
+    "recall@10": ("recall.10", "recall_10", 1),
+    "map@10": ("map_cut.10", "map_cut_10", 1),
+    "precision@5": ("P.5", "P_5", 1),
+    "nDCG": ("ndcg", "ndcg", 1),
+    "AP": ("map", "map", 1),
+    "RR": ("recip_rank", "recip_rank", 1),
+    "Rprec": ("Rprec", "Rprec", 1),
+    "Bpref": ("bpref", "bpref", 1),
+    "Success@5": ("success.5", "success_5", 1),
+    "NumRet": ("num_ret", "num_ret", 1),
+    "NumRel": ("num_rel", "num_rel", 1),
+    "NumRelRet": ("num_rel_ret", "num_rel_ret", 1),
+    "P(rel=2)@10": ("P.10", "P_10", 2),
+    "AP(rel=2)": ("map", "map", 2),
+}
+FUSIONS = {
+    "rrf": "",
+    "combsum": "",
+    "combmnz": "",
+    "wsum": "params = { weights = [0.7, 0.3] }",
+    "zerda": 'grid = { rrf_order = ["as_documented", "fixed"] }',
+    "pipeline_rrf": "params = { top_k = 15 }",
+}
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("trec_eval_files")
+    datasets = "".join(f'\n[[datasets]]\nid = "{d}"\nmax_queries = {MAX_QUERIES}\n' for d in BUNDLED_IDS)
+    systems = """
+[[systems]]
+name = "bm25"
+family = "zerda.keyword"
+params = { engine = "fast" }
+
+[[systems]]
+name = "flat"
+family = "zerda.metadata"
+"""
+    fusions = "".join(
+        f'\n[[fusions]]\nname = "{method}"\ninputs = ["bm25", "flat"]\nmethod = "{method}"\n{extra}\n'
+        for method, extra in FUSIONS.items()
+    )
+    header = experiment_header(tmp_path, "trec_eval_files", json.dumps(list(TREC_EVAL))).replace(
+        "depth = 10", "depth = 30"
+    )
+    path = tmp_path / "exp.toml"
+    path.write_text(header + datasets + systems + fusions, encoding="utf-8")
+    return Experiment.from_toml(path).run(progress=False)
+
+
+def read_trec_file(path) -> dict[str, dict[str, float]]:
+    """``{qid: {doc: score}}`` of a run file, checking the rank column reads 1, 2, ... per query."""
+    run: dict[str, dict[str, float]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        qid, _, doc, rank, score, _ = line.split()
+        run.setdefault(qid, {})[doc] = float(score)
+        assert int(rank) == len(run[qid]), (path, line)
+    return run
+
+
+def test_every_cells_run_file_gives_its_per_query_values_under_trec_eval(grid):
+    table = grid.table
+    assert set(table["dataset"]) == set(BUNDLED_IDS)
+    checked = set()
+    for dataset in BUNDLED_IDS:
+        collection = load_collection(dataset)
+        rows = table[table["dataset"] == dataset]
+        for cell_id, label in zip(rows["cell_id"], rows["system"], strict=True):
+            directory = cell_dir(grid.run_dir, cell_id)
+            run = read_trec_file(directory / RUN_FILE)
+            frame = read_per_query_csv(directory / PER_QUERY_FILE)
+            ours = {(m, q): v for m, q, v in zip(frame["measure"], frame["query_id"], frame["value"], strict=True)}
+            qids = {q for _, q in ours} - collection.no_answer_qids  # Qur'an QA's no-answer rule is not trec_eval's
+            qrels = {q: dict(collection.qrels[q]) for q in qids}
+            scored = {q: docs for q, docs in run.items() if q in qids}
+            for level in (1, 2):
+                names = {trec for trec, _, lvl in TREC_EVAL.values() if lvl == level}
+                reference = pytrec_eval.RelevanceEvaluator(qrels, names, relevance_level=level).evaluate(scored)
+                for measure, (_, key, lvl) in TREC_EVAL.items():
+                    if lvl != level:
+                        continue
+                    for qid in qids:
+                        if qid in reference:
+                            expected = reference[qid][key]
+                        else:  # a query the run has no line for: trec_eval leaves it out, the mean counts 0
+                            expected = (
+                                float(sum(g >= level for g in qrels[qid].values())) if measure == "NumRel" else 0.0
+                            )
+                        assert abs(ours[(measure, qid)] - expected) < 1e-12, (dataset, label, measure, qid)
+            checked.add(label.split("[")[0])
+    assert checked == {"bm25", "flat", *FUSIONS}
