@@ -75,7 +75,8 @@ def test_the_rerank_is_cross_encoder_predict_over_the_input_top_k(tmp_path, mode
     for qid, query in QUERIES.items():
         candidates = [doc for doc, _ in first_stage[qid][:K]]
         scores = reference.predict([[query, DOCS[doc]] for doc in candidates]).tolist()
-        expected = sorted(zip(candidates, scores, strict=True), key=lambda pair: (-pair[1], pair[0]))
+        by_id = sorted(zip(candidates, scores, strict=True), key=lambda pair: pair[0].encode(), reverse=True)
+        expected = sorted(by_id, key=lambda pair: -pair[1])  # trec_eval's order
         assert [doc for doc, _ in reranked[qid]] == [doc for doc, _ in expected]
         assert [s for _, s in reranked[qid]] == pytest.approx([s for _, s in expected], rel=1e-6, abs=1e-6)
         reordered += [doc for doc, _ in expected] != candidates

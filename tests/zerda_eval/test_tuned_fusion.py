@@ -51,8 +51,9 @@ TRAIN_RUNS = {
 
 
 def ranked(scores: dict[str, float]) -> list[tuple[str, float]]:
-    """The project's tie-break, by hand: score descending, then doc id ascending."""
-    return sorted(scores.items(), key=lambda p: (-p[1], p[0]))
+    """trec_eval's tie-break, by hand: score descending, then doc id descending (bytes)."""
+    by_id = sorted(scores.items(), key=lambda p: p[0].encode("utf-8"), reverse=True)
+    return sorted(by_id, key=lambda p: -p[1])
 
 
 def mrr(ranking: list[tuple[str, float]], qid: str) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from pathlib import Path
@@ -14,7 +15,7 @@ from tests.zerda_eval.api.toy_systems import WordOverlap
 from zerda_eval import Experiment, Results, describe_systems
 from zerda_eval.errors import ConfigError, DataFormatError, RunError
 from zerda_eval.fusion import FUSION_METHODS
-from zerda_eval.store.run_dir import read_cell_run
+from zerda_eval.store.run_dir import cell_dir, read_cell_run
 from zerda_eval.systems import SYSTEMS
 
 README = Path(__file__).resolve().parents[3] / "README.md"
@@ -44,14 +45,15 @@ def test_the_readme_notebook_example_runs(tmp_path, monkeypatch, capsys):
     results = namespace["results"]
     assert list(results.table["system"]) == ["bm25", "overlap", "rrf"]
     assert (tmp_path / "reports" / "notebook" / "report.md").is_file()
-    # the user system's run is the ranking it returned for the depth (100), ties put by doc id ascending
+    # the user system's run is the ranking it returned for the depth (100), ties put by doc id descending
     own = namespace["WordOverlap"]()
     from zerda_eval.datasets import load_collection
 
     collection = load_collection("cranfield")
     own.index(collection)
     qid = next(iter(collection.queries))
-    expected = sorted(own.search(collection.queries[qid], 100), key=lambda hit: (-hit[1], hit[0]))
+    by_id = sorted(own.search(collection.queries[qid], 100), key=lambda hit: hit[0].encode(), reverse=True)
+    expected = sorted(by_id, key=lambda hit: -hit[1])
     cell = results.cell_id("overlap")
     assert read_cell_run(results.run_dir, cell)[qid] == expected
     assert "p_t-test_adj" in capsys.readouterr().out
@@ -113,7 +115,7 @@ def test_a_user_system_and_a_run_file_go_through_grid_fusion_compare_and_report(
     assert table.loc["pyserini", "recall@10"] == pytest.approx(1.0)
     # the user's factory got its options: scores are twice the overlap counts
     overlap = read_cell_run(results.run_dir, results.cell_id("overlap"))
-    assert overlap["q1"][:2] == [("d1", 4.0), ("d2", 2.0)]  # d1 holds "cats" twice; d2 and d4 once, d2 < d4
+    assert overlap["q1"][:2] == [("d1", 4.0), ("d4", 2.0)]  # d1 holds "cats" twice; d2 and d4 once: d4 first
     # the fusion of the run file and bm25 is RRF by hand over the two rankings
     bm25 = read_cell_run(results.run_dir, results.cell_id("bm25"))
     fused = dict(read_cell_run(results.run_dir, results.cell_id("rrf"))["q2"])
@@ -162,6 +164,37 @@ def test_a_bad_run_file_is_one_line_naming_file_and_line(tmp_path, content, need
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("policy", "q1"), [(None, None), ("max", [("d4", 9.5), ("d2", 8.0), ("d1", 7.0)]), ("first", None)]
+)
+def test_a_doc_listed_twice_in_a_run_file_is_an_error_unless_the_cell_asks_for_a_policy(tmp_path, policy, q1):
+    """``duplicates`` is a parameter of the family, so the policy is in the cell config and id."""
+    run_file = tmp_path / "external" / "toy.trec"
+    run_file.parent.mkdir()
+    run_file.write_text(RUN_FILE + "q1 Q0 d2 4 8.0 pyserini\n", encoding="utf-8")
+    path = toy_experiment(tmp_path, run_file)
+    if policy is not None:
+        text = path.read_text(encoding="utf-8").replace('.trec" }', f'.trec", duplicates = "{policy}" }}')
+        path.write_text(text, encoding="utf-8")
+    experiment = Experiment.from_toml(path).only("pyserini")
+    if policy is None:
+        with pytest.raises(
+            RunError, match=r"toy.trec, query 'q1': document 'd2' is listed 2 times; .*duplicates = 'max'"
+        ):
+            experiment.run(progress=False)
+        return
+    results = experiment.run(progress=False)
+    cell = results.cell_id("pyserini")
+    assert (
+        json.loads((cell_dir(results.run_dir, cell) / "result.json").read_text())["config"]["system"]["params"][
+            "duplicates"
+        ]
+        == policy
+    )
+    expected = q1 or [("d4", 9.5), ("d1", 7.0), ("d2", 1.0)]
+    assert read_cell_run(results.run_dir, cell)["q1"] == expected
+
+
 def test_a_missing_run_file_fails_when_the_experiment_is_loaded(tmp_path):
     with pytest.raises(ConfigError, match=r"exp.toml: system 'pyserini': run file .*nowhere/toy.trec.* not found"):
         Experiment.from_toml(toy_experiment(tmp_path, tmp_path / "nowhere" / "toy.trec"))
@@ -197,8 +230,8 @@ def test_an_object_given_to_from_dict_is_a_system_of_the_grid(tmp_path):
     assert [d for d, _ in read_cell_run(results.run_dir, results.cell_id("short"))["q1"]] == [
         "d3",
         "d2",
-        "d4",  # d4 and d5 tie (18 characters): doc id ascending
-        "d5",
+        "d5",  # d4 and d5 tie (18 characters): doc id descending, as trec_eval
+        "d4",
         "d1",
     ]
     run = results.run("mine")

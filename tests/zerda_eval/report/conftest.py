@@ -99,11 +99,17 @@ def bm25_run(docs: dict[str, str], queries: dict[str, str], analyze: Callable, k
     return run, index_time, latencies
 
 
+def trec_order(ranking: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Score descending, then doc id descending by bytes (trec_eval's order), by two stable sorts."""
+    by_id = sorted(ranking, key=lambda p: p[0].encode("utf-8"), reverse=True)
+    return sorted(by_id, key=lambda p: -p[1])
+
+
 def evaluate(run: RunDict, qrels: dict[str, dict[str, int]]) -> dict[str, dict[str, float]]:
-    """Per-query ranx values after the project's tie-break (score desc, doc id asc); missing query = 0."""
+    """Per-query ranx values after the project's tie-break (trec_eval's: score desc, doc id desc); missing query = 0."""
     from ranx import Qrels, Run, evaluate
 
-    ordered = {q: sorted(run.get(q, []), key=lambda p: (-p[1], p[0])) for q in qrels}
+    ordered = {q: trec_order(run.get(q, [])) for q in qrels}
     scored = {q: {d: float(len(r) - i) for i, (d, _) in enumerate(r)} for q, r in ordered.items() if r}
     values = {m: dict.fromkeys(qrels, 0.0) for m in MEASURES}
     ranx_run = Run.from_dict(scored)
@@ -124,7 +130,7 @@ def write_cell(out: Path, dataset: str, system: str, family: str, params: dict, 
     folder.mkdir(parents=True)
     with open(folder / "run.trec", "w", encoding="utf-8") as handle:
         for qid, ranking in run.items():
-            for rank, (doc_id, score) in enumerate(sorted(ranking, key=lambda p: (-p[1], p[0])), start=1):
+            for rank, (doc_id, score) in enumerate(trec_order(ranking), start=1):
                 handle.write(f"{qid} Q0 {doc_id} {rank} {score:.12g} {RUN_TAG}\n")
     values = evaluate(run, qrels)
     with open(folder / "per_query.csv", "w", encoding="utf-8", newline="") as handle:
