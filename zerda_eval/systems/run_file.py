@@ -11,11 +11,12 @@ fusion's over it.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from zerda_eval.errors import ConfigError, DataFormatError
+from zerda_eval.errors import ConfigError, DataFormatError, ZerdaEvalWarning
 from zerda_eval.hashing import file_sha256
 from zerda_eval.ranking import Ranking, Run, sort_ranking
 from zerda_eval.store.run_dir import trec_lines
@@ -73,9 +74,18 @@ class RunFileSystem(System):
     def search(self, queries: dict[str, str], k: int) -> dict[str, Ranking]:
         """The file's ranking of each query (tie-break order, at most ``k``); a query it lacks gets none.
 
-        A doc listed twice for a query is an error naming the file, unless ``duplicates`` is set."""
+        A doc listed twice for a query is an error naming the file, unless ``duplicates`` is set; a file
+        that lacks some of the queries gives one warning with the counts (those queries score 0)."""
         run = {}
         path = self.content["run_file"]
+        missing = sum(qid not in self._run for qid in queries)
+        if missing:
+            warnings.warn(
+                f"{path}: no lines for {missing} of the {len(queries)} queries evaluated on {self.collection.id!r} "
+                "(they score 0 in every mean); check that the file covers the dataset's queries",
+                ZerdaEvalWarning,
+                stacklevel=2,
+            )
         for qid in queries:
             ranking = sort_ranking(self._run.get(qid, []), k, self.params["duplicates"], f"{path}, query {qid!r}")
             run[qid] = self.answer(ranking, ranking[0][1] if ranking else None)

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import experiment_header, trec_dataset, write_trec_folder
 from tests.zerda_eval.api.toy_systems import WordOverlap
 from zerda_eval import Experiment, Results, describe_systems
-from zerda_eval.errors import ConfigError, DataFormatError, RunError
+from zerda_eval.errors import ConfigError, DataFormatError, RunError, ZerdaEvalWarning
 from zerda_eval.fusion import FUSION_METHODS
 from zerda_eval.store.run_dir import cell_dir, read_cell_run
 from zerda_eval.systems import SYSTEMS
@@ -193,6 +193,19 @@ def test_a_doc_listed_twice_in_a_run_file_is_an_error_unless_the_cell_asks_for_a
     )
     expected = q1 or [("d4", 9.5), ("d1", 7.0), ("d2", 1.0)]
     assert read_cell_run(results.run_dir, cell)["q1"] == expected
+
+
+def test_a_run_file_lacking_some_queries_gives_one_warning_with_the_counts(tmp_path):
+    run_file = tmp_path / "external" / "toy.trec"
+    run_file.parent.mkdir()
+    run_file.write_text(RUN_FILE.replace("q3 Q0 d5 1 4.0 pyserini\n", ""), encoding="utf-8")
+    with pytest.warns(ZerdaEvalWarning) as caught:
+        Experiment.from_toml(toy_experiment(tmp_path, run_file)).only("pyserini").run(progress=False)
+    messages = [str(w.message) for w in caught if "no lines for" in str(w.message)]
+    assert messages == [
+        f"{run_file}: no lines for 1 of the 3 queries evaluated on 'toy' (they score 0 in every mean); "
+        "check that the file covers the dataset's queries"
+    ]
 
 
 def test_a_missing_run_file_fails_when_the_experiment_is_loaded(tmp_path):
