@@ -4,7 +4,9 @@
 trec_eval breaks tied scores by doc id descending (``strcmp``) and ignores the rank column; the harness
 ranks, writes and evaluates in that one order, so a user who checks a cell with trec_eval gets its
 numbers. ``zerda.metadata`` scores every document 1.0 (a full tie on every query), so the order of ties
-reaches every measure and every fusion; the rank column must read 1, 2, ... down each query's lines.
+reaches every measure and every fusion; the rank column must read 1, 2, ... down each query's lines. A
+second grid runs the quickstart's dense and hybrid families (LSA embedder: no model files) and its two
+fusions on the two smallest corpora. About 15 s of CPU in all.
 """
 
 from __future__ import annotations
@@ -48,6 +50,52 @@ FUSIONS = {
 }
 
 
+DENSE_DATASETS = ("cranfield", "xquad/ar")  # the smallest corpora: LSA fits in a second there
+DENSE_SYSTEMS = """
+[[systems]]
+name = "bm25"
+family = "zerda.keyword"
+params = { engine = "fast" }
+
+[[systems]]
+name = "dense"
+family = "pipeline.dense"
+params = { embedder = "lsa" }
+
+[[systems]]
+name = "zerda_vector"
+family = "zerda.vector"
+params = { embedder = "lsa" }
+
+[[systems]]
+name = "zerda_hybrid"
+family = "zerda.hybrid"
+params = { embedder = "lsa" }
+grid = { rrf_order = ["as_documented", "fixed"] }
+
+[[fusions]]
+name = "rrf_dense"
+inputs = ["bm25", "dense"]
+method = "rrf"
+
+[[fusions]]
+name = "wsum_dense"
+inputs = ["bm25", "dense"]
+method = "wsum"
+"""
+
+
+@pytest.fixture(scope="module")
+def dense_grid(tmp_path_factory):
+    """The quickstart's families with the LSA embedder (no model files), on two small corpora."""
+    tmp_path = tmp_path_factory.mktemp("trec_eval_dense")
+    datasets = "".join(f'\n[[datasets]]\nid = "{d}"\nmax_queries = {MAX_QUERIES}\n' for d in DENSE_DATASETS)
+    header = experiment_header(tmp_path, "trec_eval_dense", json.dumps(list(TREC_EVAL)))
+    path = tmp_path / "exp.toml"
+    path.write_text(header + datasets + DENSE_SYSTEMS, encoding="utf-8")
+    return Experiment.from_toml(path).run(progress=False)
+
+
 @pytest.fixture(scope="module")
 def grid(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("trec_eval_files")
@@ -84,15 +132,15 @@ def read_trec_file(path) -> dict[str, dict[str, float]]:
     return run
 
 
-def test_every_cells_run_file_gives_its_per_query_values_under_trec_eval(grid):
-    table = grid.table
-    assert set(table["dataset"]) == set(BUNDLED_IDS)
+def check_cells(results, datasets) -> set[str]:
+    """Assert every cell's run file, under pytrec_eval, gives its per_query.csv; the entry names checked."""
+    table = results.table
     checked = set()
-    for dataset in BUNDLED_IDS:
+    for dataset in datasets:
         collection = load_collection(dataset)
         rows = table[table["dataset"] == dataset]
         for cell_id, label in zip(rows["cell_id"], rows["system"], strict=True):
-            directory = cell_dir(grid.run_dir, cell_id)
+            directory = cell_dir(results.run_dir, cell_id)
             run = read_trec_file(directory / RUN_FILE)
             frame = read_per_query_csv(directory / PER_QUERY_FILE)
             ours = {(m, q): v for m, q, v in zip(frame["measure"], frame["query_id"], frame["value"], strict=True)}
@@ -109,9 +157,18 @@ def test_every_cells_run_file_gives_its_per_query_values_under_trec_eval(grid):
                         if qid in reference:
                             expected = reference[qid][key]
                         else:  # a query the run has no line for: trec_eval leaves it out, the mean counts 0
-                            expected = (
-                                float(sum(g >= level for g in qrels[qid].values())) if measure == "NumRel" else 0.0
-                            )
+                            relevant = sum(g >= level for g in qrels[qid].values())
+                            expected = float(relevant) if measure == "NumRel" else 0.0
                         assert abs(ours[(measure, qid)] - expected) < 1e-12, (dataset, label, measure, qid)
             checked.add(label.split("[")[0])
-    assert checked == {"bm25", "flat", *FUSIONS}
+    return checked
+
+
+def test_every_cells_run_file_gives_its_per_query_values_under_trec_eval(grid):
+    assert set(grid.table["dataset"]) == set(BUNDLED_IDS)
+    assert check_cells(grid, BUNDLED_IDS) == {"bm25", "flat", *FUSIONS}
+
+
+def test_dense_and_hybrid_cells_too(dense_grid):
+    names = {"bm25", "dense", "zerda_vector", "zerda_hybrid", "rrf_dense", "wsum_dense"}
+    assert check_cells(dense_grid, DENSE_DATASETS) == names
