@@ -157,3 +157,48 @@ def test_a_no_answer_question_scores_the_same_in_every_order() -> None:
     means = tie_aware_collection(run, collection, ["q1", "q2"], ["RR@10"])
     assert means["RR@10"] == {EXPECTED: (0.75 + 1.0) / 2, LOW: (0.5 + 1.0) / 2, HIGH: 1.0}
     assert means["answerable:RR@10"] == {EXPECTED: 0.75, LOW: 0.5, HIGH: 1.0}
+
+
+class TiedSystem:
+    """A toy system (the Python API) that scores every document by the query's word count in it, so most tie."""
+
+    version = "1"
+
+    def __init__(self, docs: dict[str, str]) -> None:
+        self.docs = docs
+
+    def search(self, query_text: str, k: int) -> list[tuple[str, float]]:
+        words = set(query_text.split())
+        scored = [(doc, float(len(words & set(text.split())))) for doc, text in self.docs.items()]
+        return sorted(scored, key=lambda pair: -pair[1])[:k]
+
+
+def test_each_cell_records_the_expected_value_and_range_and_the_table_carries_them(tmp_path) -> None:
+    import json
+    import tomllib
+
+    from tests.conftest import experiment_header, write_trec_folder
+    from zerda_eval import Experiment
+
+    docs = {f"d{i}": text for i, text in enumerate(["a b", "a c", "b c", "a", "b", "c", "a b c", "x"])}
+    queries = {"q1": "a b", "q2": "c", "q3": "x y"}
+    qrels = [("q1", "d0", 2), ("q1", "d4", 1), ("q1", "d5", 0), ("q2", "d5", 1), ("q2", "d1", 1), ("q3", "d3", 1)]
+    data = write_trec_folder(tmp_path / "data", docs, queries, qrels)
+    measures = ["nDCG@3", "AP", "RR@2", "P@2"]
+    mapping = tomllib.loads(experiment_header(tmp_path, "ties", json.dumps(measures)))
+    mapping["datasets"] = [{"name": "tiny", "path": str(data), "format": "trec"}]
+    system = TiedSystem(docs)
+    results = Experiment.from_dict(mapping, systems={"tied": system}).run(progress=False)
+    result = json.loads((results.run_dir / "cells" / results.cell_id("tied") / "result.json").read_text())
+    run = {qid: system.search(text, 10) for qid, text in queries.items()}
+    judged = {}
+    for qid, doc, grade in qrels:
+        judged.setdefault(qid, {})[doc] = grade
+    row = results.table.set_index("system").loc["tied"]
+    for name in measures:
+        per_query = brute_force(run, judged, name).values()
+        expected, low, high = (fmean(values) for values in zip(*per_query, strict=True))
+        assert result["tie_aware"][name] == pytest.approx({EXPECTED: expected, LOW: low, HIGH: high}, abs=1e-12)
+        assert [row[f"{name} {bound}"] for bound in (EXPECTED, LOW, HIGH)] == pytest.approx([expected, low, high])
+        assert low <= row[name] <= high
+    assert high - low > 1e-3  # the check above is not vacuous: this run's ties move the last measure

@@ -47,13 +47,13 @@ small random runs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
 import numpy as np
-from scipy.special import gammaln
 
 from zerda_eval.evaluation.measures import (
     ANSWERABLE_PREFIX,
@@ -149,6 +149,18 @@ def tie_aware_collection(run: Run, collection: Any, qids: Sequence[str], measure
         for measure, value in summary.items():
             means.setdefault(measure, {})[bound] = value
     return means
+
+
+def tie_aware_columns(result: Mapping[str, Any], measures: Sequence[str]) -> dict[str, float]:
+    """A cell's tie-aware figures as results-table columns ``"<measure> expected"``, ``"<measure> min"``,
+    ``"<measure> max"`` (NaN for a result written before they were recorded)."""
+    record = result.get(TIE_AWARE_KEY) or {}
+    return {f"{m} {bound}": float(record.get(m, {}).get(bound, math.nan)) for m in measures for bound in BOUNDS}
+
+
+def tie_range(row: Mapping[str, Any], measure: str) -> float:
+    """How far ``measure``'s mean can move with the order of tied documents (max - min; NaN: not recorded)."""
+    return float(row.get(f"{measure} {HIGH}", math.nan)) - float(row.get(f"{measure} {LOW}", math.nan))
 
 
 def _ties(rankings: Sequence[Sequence[tuple[str, float]]], judgements: Sequence[Mapping[str, int]]) -> _Ties:
@@ -247,7 +259,9 @@ def _first_relevant(ties: _Ties, r: np.ndarray) -> np.ndarray:
 
 
 def _log_choose(n: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """log C(n, k) for 0 <= k <= n."""
+    """log C(n, k) for 0 <= k <= n (scipy imported here: a fully cached rerun never loads it)."""
+    from scipy.special import gammaln
+
     return gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
 
 

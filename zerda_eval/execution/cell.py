@@ -42,6 +42,7 @@ from zerda_eval.evaluation.efficiency import (
     query_thread_limits,
 )
 from zerda_eval.evaluation.measures import evaluate_collection
+from zerda_eval.evaluation.tie_aware import TIE_AWARE_KEY, tie_aware_collection
 from zerda_eval.execution.rerank import MODEL_LOAD_KEY, reranked_run
 from zerda_eval.execution.tuned_fusion import Judged, tuned_fusion_run
 from zerda_eval.execution.tuning import train_overlap, tuned_run
@@ -154,6 +155,7 @@ def _compute(
         "kind": cell.kind,
         "config": cell.config,
         "means": means,
+        TIE_AWARE_KEY: tie_aware_collection(run, collection, qids, cell.config["measures"]),
         "efficiency": as_json({"index_time_s": measured.pop("index_time_s"), BUILD_COLUMN: build, **measured}),
         "stats": stats,
         "queries": len(qids),

@@ -22,10 +22,12 @@ from zerda_eval.analysis.formatting import fmt
 from zerda_eval.analysis.studies import run_studies
 from zerda_eval.analysis.studies.base import FinishedRun
 from zerda_eval.evaluation.efficiency import NOT_MEASURED
+from zerda_eval.evaluation.tie_aware import TIE_SENSITIVE
 from zerda_eval.report import plots
 from zerda_eval.report.explorer import Explorer, explorer_block
 from zerda_eval.report.tables import (
     MARKERS,
+    TIE_MARKER,
     RunData,
     Table,
     comparison_table,
@@ -35,6 +37,7 @@ from zerda_eval.report.tables import (
     library_versions,
     metric_table,
     official_columns,
+    tie_sensitive,
 )
 
 TEST_NAMES = {"t-test": "paired t-test", "fisher": "randomisation (Fisher) test"}
@@ -211,6 +214,12 @@ def _legend(data: RunData) -> str:
         parts.append(
             "Official measures of a task come first (Qur'an QA 2023: MAP@10 and MRR@10 under the task's "
             "no-answer rule), each followed by its answerable-only figure (answerable:...)."
+        )
+    if any(tie_sensitive(row, column) for _, row in data.results.iterrows() for column in data.results.columns):
+        parts.append(
+            f"{TIE_MARKER}: the value moves by more than {TIE_SENSITIVE} with the order of tied scores (shown: "
+            "its value in the harness's one tie order; results.csv gives the expected value over every order "
+            "and the range as '<measure> expected', '<measure> min', '<measure> max')."
         )
     if spec.baseline is not None:
         markers = ", ".join(f"{MARKERS[t]} = {TEST_NAMES[t]}" for t in spec.tests)
