@@ -45,10 +45,12 @@ EFFICIENCY_NOTE = (
     "A fusion's index time and latency include its inputs' (run one after the other); the parallel columns "
     "take its slowest input instead (inputs side by side). A fusion's or tuned row's index time and build "
     "time count a store entry its cells share (one corpus encoding, one BM25 index) once (result.json: "
-    "builds_counted_once). peak RSS is the process's resident high-water "
-    "mark during the cell (reset at the cell's start on Linux; a fusion: its largest input or the fusing step). "
+    "builds_counted_once), and a system cell under several of them (two grid points of one fusion) once. "
+    "peak RSS increment: the cell's resident high-water mark less the process's RSS when the cell started "
+    "(Linux; what earlier cells left loaded, such as a model, is not counted; a fusion: the largest of its inputs' "
+    "and the fusing step's). "
     "A rerank row's latency is its input's plus the re-ranking's own per query, its index time the input's plus "
-    "loading the model, its peak RSS the input's or the re-ranking's, the larger. "
+    "loading the model, its peak RSS increment the input's or the re-ranking's, the larger. "
     f'"{NOT_MEASURED}": the cell timed nothing of its own (a run file, or a fusion over one).'
 )
 SWEEPS = (("k", "RRF k"), ("weights", "weight of the first input"), ("vector_weight", "vector weight"))

@@ -34,7 +34,7 @@ COLUMN_TITLES = {  # efficiency columns as headers: the unit once, in parenthese
     "latency_p99_ms": "p99 (ms)",
     "latency_parallel_mean_ms": "latency, parallel (ms)",
     "qps": "queries/s",
-    "peak_rss_mb": "peak RSS (MB)",
+    "peak_rss_increment_mb": "peak RSS increment over the cell's start (MB)",
 }
 MAIN_LATENCY = "latency_mean_ms"  # a fusion's total with its inputs' (the parallel figure: efficiency table)
 MARKERS = {"t-test": "*", "fisher": "†"}
