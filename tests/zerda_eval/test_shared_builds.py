@@ -17,6 +17,17 @@ WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel
 DOCS = {f"d{i}": f"{w} {v} notes" for i, (w, v) in enumerate(zip(WORDS, WORDS[::-1], strict=True))}
 QUERIES = {"q1": "alpha hotel", "q2": "bravo golf", "q3": "charlie foxtrot"}
 QRELS = [("q1", "d0", 1), ("q2", "d1", 1), ("q3", "d2", 1)]
+TWO_DENSE_OVER_ONE_ENCODING = """
+[[systems]]
+name = "dense_a"
+family = "zerda.vector"
+params = { embedder = "lsa", dim = 64 }
+
+[[systems]]
+name = "dense_b"
+family = "zerda.vector"
+params = { embedder = "lsa", dim = 64, backend = "in_memory" }
+"""  # the second reads the vectors the first encoded
 
 
 def result(output_dir, results, label):
@@ -30,17 +41,8 @@ def test_a_fusion_of_two_systems_over_one_encoding_counts_it_once(tmp_path):
     path.write_text(
         experiment_header(tmp_path, "shared")
         + trec_dataset("toy", folder)
+        + TWO_DENSE_OVER_ONE_ENCODING
         + """
-[[systems]]
-name = "dense_a"
-family = "zerda.vector"
-params = { embedder = "lsa", dim = 64 }
-
-[[systems]]
-name = "dense_b"
-family = "zerda.vector"
-params = { embedder = "lsa", dim = 64, backend = "in_memory" }
-
 [[fusions]]
 name = "both"
 inputs = ["dense_a", "dense_b"]
@@ -90,20 +92,11 @@ def test_a_tuned_row_over_a_fusion_s_own_grid_counts_the_cells_under_it_once(tmp
     path.write_text(
         experiment_header(tmp_path, "shared-grid")
         + trec_dataset("toy", folder)
+        + TWO_DENSE_OVER_ONE_ENCODING
         + """
 [[systems]]
 name = "bm25"
 family = "zerda.keyword"
-
-[[systems]]
-name = "dense_a"
-family = "zerda.vector"
-params = { embedder = "lsa", dim = 64 }
-
-[[systems]]
-name = "dense_b"
-family = "zerda.vector"
-params = { embedder = "lsa", dim = 64, backend = "in_memory" }
 
 [[fusions]]
 name = "all"
