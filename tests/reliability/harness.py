@@ -35,7 +35,7 @@ TIMING_COLUMNS = {
     "latency_p95_ms",
     "latency_p99_ms",
     "qps",
-    "peak_rss_mb",
+    "peak_rss_increment_mb",
 }
 # Lines a progress bar (tqdm / rich) may leave on stderr; they are not messages.
 PROGRESS = re.compile(r"\d+%\||\|\s*\d+/\d+|\d+/\d+ \[")

@@ -146,7 +146,7 @@ def test_damaged_experiment_file_is_rewritten_by_the_next_run(name, cli, tmp_pat
 
 
 TIMING = ["index_time_s", "index_build_s", "latency_mean_ms", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms"]
-TIMING += ["qps", "peak_rss_mb"]
+TIMING += ["qps", "peak_rss_increment_mb"]
 
 
 @pytest.mark.parametrize("name", ["results.parquet", "per_query.parquet", "experiment.json"])

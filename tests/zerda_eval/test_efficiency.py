@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import experiment_header, write_trec_folder
 from zerda_eval.config.experiment import load_experiment
-from zerda_eval.evaluation.efficiency import RssWindow
+from zerda_eval.evaluation.efficiency import INCREMENT_SCOPE, RssWindow
 from zerda_eval.execution.runner import run_experiment
 
 DOCS = {"d1": "bm25 ranks by term frequency", "d2": "dense retrieval embeds text", "d3": "rank fusion of lists"}
@@ -76,20 +76,22 @@ def test_a_fusion_costs_its_inputs_plus_the_fusing_step(tmp_path: Path) -> None:
     assert table.loc["rrf", "qps"] < min(table.loc["bm25", "qps"], table.loc["sparse", "qps"])
     for name in ("bm25", "sparse"):  # a single system: parallel = serial
         assert table.loc[name, "latency_parallel_mean_ms"] == table.loc[name, "latency_mean_ms"]
+        assert by_system[name]["stats"]["peak_rss_scope"] in (INCREMENT_SCOPE, "not measured")  # says what it is
+    assert "largest increment" in rrf["stats"]["peak_rss_scope"]
 
 
 def test_peak_rss_is_the_cells_own_window() -> None:
     first = RssWindow()
-    if first.scope != "cell":
+    if first.scope != INCREMENT_SCOPE:
         pytest.skip("the kernel's RSS high-water mark cannot be reset here (not Linux)")
     # 160 MB of anonymous pages, touched, then unmapped: an mmap of its own, because whether malloc hands a
     # freed numpy block back to the kernel depends on what ran before in the process (a full test run kept it)
     block = mmap.mmap(-1, 160 * 1024 * 1024)
     np.frombuffer(block, dtype=np.uint8)[::4096] = 1
-    big = first.peak_mb()
+    big = first.increment_mb()
     block.close()
     second = RssWindow()  # a later cell that allocates nothing big
-    assert second.peak_mb() < big - 100  # a process-wide high-water mark would repeat the earlier peak
+    assert second.increment_mb() < big - 100  # a process-wide high-water mark would repeat the earlier peak
 
 
 def test_every_cell_encodes_its_own_queries_so_its_latency_includes_them(monkeypatch) -> None:
@@ -165,3 +167,19 @@ def test_timed_searches_run_with_one_thread_per_pool_and_the_result_says_so(tmp_
     threads = result["stats"]["threads"]  # torch too when an earlier test of this process loaded it
     assert {"blas", "openmp", "numba"} <= set(threads) <= {"blas", "openmp", "numba", "torch"}
     assert set(threads.values()) == {1}
+
+
+def test_a_cell_s_peak_rss_is_its_own_increment_not_what_earlier_cells_left_loaded() -> None:
+    """A BM25 cell run after neural cells reported 1,465 MB: the models they loaded stay resident. The figure
+    is the cell's increment over the process's RSS at its start."""
+    loaded = mmap.mmap(-1, 300 * 1024 * 1024)  # an earlier cell's models, still loaded
+    np.frombuffer(loaded, dtype=np.uint8)[::4096] = 1
+    window = RssWindow()
+    if window.scope != INCREMENT_SCOPE:
+        pytest.skip("the kernel's RSS high-water mark cannot be reset here (not Linux)")
+    own = mmap.mmap(-1, 40 * 1024 * 1024)  # what this cell allocates
+    np.frombuffer(own, dtype=np.uint8)[::4096] = 1
+    increment = window.increment_mb()
+    own.close()
+    loaded.close()
+    assert 40 <= increment < 40 + 30  # 40 MB touched; the interpreter's own churn is a few MB

@@ -68,7 +68,7 @@ def test_efficiency_summary():
     assert eff.latency_mean_ms == pytest.approx(2.5)
     assert eff.latency_p50_ms == pytest.approx(2.5)
     assert eff.qps == pytest.approx(400.0)
-    assert eff.peak_rss_mb == 123.0
+    assert eff.peak_rss_increment_mb == 123.0
     assert eff.latency_parallel_mean_ms == eff.latency_mean_ms and eff.index_time_parallel_s == 1.5
 
 

@@ -17,6 +17,17 @@ WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel
 DOCS = {f"d{i}": f"{w} {v} notes" for i, (w, v) in enumerate(zip(WORDS, WORDS[::-1], strict=True))}
 QUERIES = {"q1": "alpha hotel", "q2": "bravo golf", "q3": "charlie foxtrot"}
 QRELS = [("q1", "d0", 1), ("q2", "d1", 1), ("q3", "d2", 1)]
+TWO_DENSE_OVER_ONE_ENCODING = """
+[[systems]]
+name = "dense_a"
+family = "zerda.vector"
+params = { embedder = "lsa", dim = 64 }
+
+[[systems]]
+name = "dense_b"
+family = "zerda.vector"
+params = { embedder = "lsa", dim = 64, backend = "in_memory" }
+"""  # the second reads the vectors the first encoded
 
 
 def result(output_dir, results, label):
@@ -30,17 +41,8 @@ def test_a_fusion_of_two_systems_over_one_encoding_counts_it_once(tmp_path):
     path.write_text(
         experiment_header(tmp_path, "shared")
         + trec_dataset("toy", folder)
+        + TWO_DENSE_OVER_ONE_ENCODING
         + """
-[[systems]]
-name = "dense_a"
-family = "zerda.vector"
-params = { embedder = "lsa", dim = 64 }
-
-[[systems]]
-name = "dense_b"
-family = "zerda.vector"
-params = { embedder = "lsa", dim = 64, backend = "in_memory" }
-
 [[fusions]]
 name = "both"
 inputs = ["dense_a", "dense_b"]
@@ -63,11 +65,13 @@ def test_a_tuned_row_counts_an_encoding_its_chosen_cells_share_once():
     shared = {"corpus vectors x": {"build_s": 300.0, "spent_s": 2.0}}
     results = [
         {
-            "efficiency": {"index_time_s": 5.0, "peak_rss_mb": 10.0},
+            "cell_id": "a",
+            "efficiency": {"index_time_s": 5.0, "peak_rss_increment_mb": 10.0},
             "stats": {"latency_ms": {"q1": 1.0}, "shared_builds": shared},
         },
         {
-            "efficiency": {"index_time_s": 4.0, "peak_rss_mb": 12.0},
+            "cell_id": "b",
+            "efficiency": {"index_time_s": 4.0, "peak_rss_increment_mb": 12.0},
             "stats": {"latency_ms": {"q2": 2.0}, "shared_builds": shared},
         },
     ]
@@ -75,3 +79,54 @@ def test_a_tuned_row_counts_an_encoding_its_chosen_cells_share_once():
     assert efficiency.index_time_s == pytest.approx(5.0 + 4.0 - 2.0)
     assert counted_once([310.0, 305.0], [shared, shared], "build_s") == (315.0, {"corpus vectors x": 300.0})
     assert counted_once([310.0, 305.0], [shared, {}], "build_s") == (615.0, {})
+
+
+def test_a_tuned_row_over_a_fusion_s_own_grid_counts_the_cells_under_it_once(tmp_path):
+    """Two grid points of one fusion are made of the same system cells (one BM25 index, one encoding shared by
+    two dense systems): a tuned row whose folds chose both costs what one grid point costs, not twice that."""
+    from zerda_eval.execution.tuned_fusion import _efficiency as tuned_fusion_efficiency
+    from zerda_eval.execution.tuned_fusion import _stage
+
+    folder = write_trec_folder(tmp_path / "toy", DOCS, QUERIES, QRELS)
+    path = tmp_path / "exp.toml"
+    path.write_text(
+        experiment_header(tmp_path, "shared-grid")
+        + trec_dataset("toy", folder)
+        + TWO_DENSE_OVER_ONE_ENCODING
+        + """
+[[systems]]
+name = "bm25"
+family = "zerda.keyword"
+
+[[fusions]]
+name = "all"
+inputs = ["bm25", "dense_a", "dense_b"]
+method = "rrf"
+grid = { k = [1, 60] }
+tune = true
+
+[tuning]
+folds = 3
+""",
+        encoding="utf-8",
+    )
+    results = Experiment.from_toml(path).run(progress=False)
+    grid = [result(results.run_dir, results, f"all[k={k}]") for k in (1, 60)]
+    systems = [result(results.run_dir, results, label) for label in ("bm25", "dense_a", "dense_b")]
+    (entry,) = systems[1]["stats"]["shared_builds"]
+    encodings = [s["stats"]["shared_builds"][entry] for s in systems[1:]]  # dense_b read dense_a's vectors
+    own = {  # the encoding once: its largest share (the cell that encoded), the other one's left out
+        column: sum(s["efficiency"][column] for s in systems) - min(e[part] for e in encodings)
+        for column, part in (("index_time_s", "spent_s"), ("index_build_s", "build_s"))
+    }
+    for cell in grid:  # each grid point: its three systems, the encoding once
+        assert cell["efficiency"]["index_time_s"] == pytest.approx(own["index_time_s"], rel=1e-12)
+        assert cell["efficiency"]["index_build_s"] == pytest.approx(own["index_build_s"], rel=1e-12)
+    both = _efficiency(grid, {"q1": 0, "q2": 1, "q3": 0}, list(QUERIES))  # the folds chose both grid points
+    assert both.index_time_s == pytest.approx(own["index_time_s"], rel=1e-12)
+    tuned = result(results.run_dir, results, "all[tuned]")
+    assert tuned["efficiency"]["index_time_s"] == pytest.approx(own["index_time_s"], rel=1e-12)
+    assert tuned["efficiency"]["index_build_s"] == pytest.approx(own["index_build_s"], rel=1e-12)
+    stages = [_stage(results.run_dir, None, [results.cell_id(f"all[k={k}]") for k in (1, 60)], "ndcg@10")]
+    fused_both = tuned_fusion_efficiency(stages, [(0, 0), (0, 1)], {q: 1.0 for q in QUERIES}, list(QUERIES))
+    assert fused_both.index_time_s == pytest.approx(own["index_time_s"], rel=1e-12)

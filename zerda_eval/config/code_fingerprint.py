@@ -29,6 +29,7 @@ OURS = ("retrieval", "zerda_eval")
 EVERY_CELL = (
     "zerda_eval.ranking",
     "zerda_eval.evaluation.measures",
+    "zerda_eval.evaluation.tie_aware",
     "zerda_eval.datasets.loader",
     "zerda_eval.datasets.protocols",
 )

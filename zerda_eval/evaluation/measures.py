@@ -123,8 +123,6 @@ def evaluate_run(run: Run, qrels: Qrels, measures: Sequence[str]) -> dict[str, d
     judged grade, NaN when unjudged, cut at the deepest cutoff, with per-query offsets) and one kernel
     call computes every measure of every query; numba is imported (and the kernel loaded) only here.
     """
-    from zerda_eval.evaluation import kernel  # a module import: the code fingerprint does not load it either
-
     parsed = [parse_measure(measure) for measure in measures]
     judged = {qid: docs for qid, docs in qrels.items() if docs}
     values = {measure: dict.fromkeys(judged, 0.0) for measure in measures}
@@ -132,9 +130,8 @@ def evaluate_run(run: Run, qrels: Qrels, measures: Sequence[str]) -> dict[str, d
         return values
     qids = list(judged)
     rankings = [run.get(qid) or [] for qid in qids]
-    cutoffs = np.array([m.cutoff or kernel.NO_CUTOFF for m in parsed], dtype=np.int64)
     whole = any(m.cutoff is None for m in parsed)
-    depth = max(map(len, rankings)) if whole else int(cutoffs.max())
+    depth = max(map(len, rankings)) if whole else max(m.cutoff or 0 for m in parsed)
     ranked = top_doc_ids(rankings, max(depth, 1))
     offsets = _offsets(map(len, ranked), len(qids))
     nan = float("nan")
@@ -145,13 +142,7 @@ def evaluate_run(run: Run, qrels: Qrels, measures: Sequence[str]) -> dict[str, d
         dtype=np.float64,
         count=int(offsets[-1]),
     )
-    ideal = [sorted((grade for grade in judged[qid].values() if grade > 0), reverse=True) for qid in qids]
-    ideal_offsets = _offsets(map(len, ideal), len(qids))
-    best = np.fromiter(chain.from_iterable(ideal), dtype=np.float64, count=int(ideal_offsets[-1]))
-    n_judged = np.array([sum(grade >= 0 for grade in judged[qid].values()) for qid in qids], dtype=np.int64)
-    families = np.array([KERNEL_FAMILIES.index(m.family) for m in parsed], dtype=np.int64)
-    levels = np.array([m.rel for m in parsed], dtype=np.float64)
-    table = kernel.measure_kernel(grades, offsets, best, ideal_offsets, n_judged, families, cutoffs, levels)
+    table = grades_table(grades, offsets, [judged[qid] for qid in qids], parsed)
     for measure, row in zip(measures, table.tolist(), strict=True):
         values[measure].update(zip(qids, row, strict=True))
     return values
@@ -178,6 +169,26 @@ def check_query_overlap(run: Mapping[str, Any], qrels: Qrels, where: str = "run"
             ZerdaEvalWarning,
             stacklevel=3,
         )
+
+
+def grades_table(
+    grades: np.ndarray, offsets: np.ndarray, judgements: Sequence[Mapping[str, int]], parsed: Sequence[Measure]
+) -> np.ndarray:
+    """Values ``(measure, query)`` of rankings given as judged grades in rank order (NaN: unjudged).
+
+    Query ``q``'s ranking is ``grades[offsets[q]:offsets[q + 1]]``, judged by ``judgements[q]`` (its qrels,
+    for the ideal ranking and the counts); one call of the compiled kernel (``evaluation.kernel``).
+    """
+    from zerda_eval.evaluation import kernel  # a module import: the code fingerprint does not load it either
+
+    ideal = [sorted((grade for grade in docs.values() if grade > 0), reverse=True) for docs in judgements]
+    ideal_offsets = _offsets(map(len, ideal), len(judgements))
+    best = np.fromiter(chain.from_iterable(ideal), dtype=np.float64, count=int(ideal_offsets[-1]))
+    n_judged = np.array([sum(grade >= 0 for grade in docs.values()) for docs in judgements], dtype=np.int64)
+    families = np.array([KERNEL_FAMILIES.index(m.family) for m in parsed], dtype=np.int64)
+    cutoffs = np.array([m.cutoff or kernel.NO_CUTOFF for m in parsed], dtype=np.int64)
+    levels = np.array([m.rel for m in parsed], dtype=np.float64)
+    return kernel.measure_kernel(grades, offsets, best, ideal_offsets, n_judged, families, cutoffs, levels)
 
 
 def _offsets(lengths: Any, n: int) -> np.ndarray:

@@ -34,14 +34,19 @@ from zerda_eval.errors import DatasetError, RunError, ZerdaEvalWarning
 from zerda_eval.evaluation.efficiency import (
     BUILD_COLUMN,
     LATENCY_KEY,
+    PARTS_KEY,
+    PEAK_COLUMN,
     Efficiency,
     RssWindow,
     as_json,
     figure,
+    largest,
     not_measured,
     query_thread_limits,
+    row_costs,
 )
 from zerda_eval.evaluation.measures import evaluate_collection
+from zerda_eval.evaluation.tie_aware import TIE_AWARE_KEY, tie_aware_collection
 from zerda_eval.execution.rerank import MODEL_LOAD_KEY, reranked_run
 from zerda_eval.execution.tuned_fusion import Judged, tuned_fusion_run
 from zerda_eval.execution.tuning import train_overlap, tuned_run
@@ -50,7 +55,6 @@ from zerda_eval.ranking import Run, order_run
 from zerda_eval.store.build_costs import (
     COUNTED_ONCE_KEY,
     SHARED_KEY,
-    counted_once,
     counting_builds,
     rebuilding_caches,
 )
@@ -133,16 +137,14 @@ def _compute(
     run = _finish_run(run, collection, cell.config["depth"], f"cell {cell.label!r}")
     per_query, means = evaluate_collection(run, collection, qids, cell.config["measures"])
     measured = asdict(efficiency)
-    if cell.kind != "system":  # what the cells it fuses (or, tuned, the cells it chose) cost from scratch,
-        used = stats["tuning"]["cells"] if cell.kind == TUNED else cell.inputs  # a shared entry once
-        results = [load_result(output_dir, cell_id) or {} for cell_id in used]
-        build, once = counted_once(
-            [figure(result.get("efficiency", {}).get(BUILD_COLUMN)) for result in results],
-            [result.get("stats", {}).get(SHARED_KEY, {}) for result in results],
-            "build_s",
-        )
-        build += stats.get(MODEL_LOAD_KEY, 0.0)  # a rerank also loads its model
-        stats = {**stats, COUNTED_ONCE_KEY: once} if once else stats
+    if cell.kind != "system":  # what the cells it fuses (or, tuned, the cells it chose) cost from scratch:
+        used = stats["tuning"]["cells"] if cell.kind == TUNED else cell.inputs  # each system cell under them once,
+        results = [load_result(output_dir, cell_id) or {"cell_id": cell_id} for cell_id in used]  # a shared entry once
+        load_s = stats.get(MODEL_LOAD_KEY)  # a rerank also loads its model
+        own = {cell.cell_id: {"index_time_s": load_s, BUILD_COLUMN: load_s}} if load_s is not None else {}
+        row = row_costs(results, own)
+        build = row.build_s
+        stats = {**stats, PARTS_KEY: row.parts} | ({COUNTED_ONCE_KEY: row.counted_once} if row.counted_once else {})
     else:  # this run's wall time, with each store entry's recorded build time in place of its read time
         build = measured["index_time_s"] - costs.spent_s + costs.build_s
         stats = {**stats, SHARED_KEY: costs.shared} if costs.shared else stats
@@ -154,6 +156,7 @@ def _compute(
         "kind": cell.kind,
         "config": cell.config,
         "means": means,
+        TIE_AWARE_KEY: tie_aware_collection(run, collection, qids, cell.config["measures"]),
         "efficiency": as_json({"index_time_s": measured.pop("index_time_s"), BUILD_COLUMN: build, **measured}),
         "stats": stats,
         "queries": len(qids),
@@ -263,7 +266,7 @@ def _search(
             start = time.perf_counter()
             run.update(system.search({qid: text}, depth))
             latencies[qid] = time.perf_counter() - start
-    efficiency = Efficiency.from_timings(index_time, list(latencies.values()), memory.peak_mb())
+    efficiency = Efficiency.from_timings(index_time, list(latencies.values()), memory.increment_mb())
     stats = {
         **system.stats,
         "peak_rss_scope": memory.scope,
@@ -304,14 +307,13 @@ def _fuse(cell: CellSpec, output_dir: Path, queries: dict[str, str]) -> tuple[Ru
         serial.append(sum(own) + fusing)
         parallel.append(max(own) + fusing)
     index_times = [figure(result["efficiency"]["index_time_s"]) for result in inputs]
-    peak = max([memory.peak_mb()] + [figure(result["efficiency"]["peak_rss_mb"]) for result in inputs])
+    peak = largest([memory.increment_mb()] + [figure(result["efficiency"][PEAK_COLUMN]) for result in inputs])
     if any(math.isnan(t) for t in index_times):  # an input whose costs are not measured (a run file)
         return run, not_measured(), {"peak_rss_scope": "not measured", LATENCY_KEY: None}
-    shared = [result.get("stats", {}).get(SHARED_KEY, {}) for result in inputs]
-    index_time = counted_once(index_times, shared, "spent_s")[0]  # an entry the inputs share, once
+    index_time = row_costs(inputs).index_time_s  # a system cell or store entry the inputs share, once
     efficiency = Efficiency.from_timings(index_time, serial, peak, max(index_times), parallel)
     stats = {
-        "peak_rss_scope": "largest input cell or the fusing step",
+        "peak_rss_scope": "the largest increment of its input cells and the fusing step",
         LATENCY_KEY: {qid: seconds * 1000.0 for qid, seconds in zip(queries, serial, strict=True)},
     }
     return run, efficiency, stats

@@ -27,9 +27,11 @@ from zerda_eval.datasets.collection import NO_ANSWER_ID
 from zerda_eval.errors import ConfigError, RunError
 from zerda_eval.evaluation.efficiency import (
     LATENCY_KEY,
+    PEAK_COLUMN,
     Efficiency,
     RssWindow,
     figure,
+    largest,
     not_measured,
     query_thread_limits,
 )
@@ -76,11 +78,11 @@ def reranked_run(
     if input_latencies is None or math.isnan(input_index):  # the input's costs are unknown (a run file)
         return run, not_measured(), {**stats, "peak_rss_scope": "not measured", LATENCY_KEY: None}
     total = {qid: input_latencies.get(qid, 0.0) / 1000.0 + seconds for qid, seconds in own.items()}
-    peak = max(memory.peak_mb(), figure(source["efficiency"].get("peak_rss_mb")))
+    peak = largest([memory.increment_mb(), figure(source["efficiency"].get(PEAK_COLUMN))])
     efficiency = Efficiency.from_timings(input_index + load_s, list(total.values()), peak)
     stats = {
         **stats,
-        "peak_rss_scope": "the input cell or the re-ranking, the larger",
+        "peak_rss_scope": "the larger increment of the input cell and the re-ranking",
         LATENCY_KEY: {qid: seconds * 1000.0 for qid, seconds in total.items()},
     }
     return run, efficiency, stats

@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from zerda_eval.config.experiment import ExperimentSpec
 from zerda_eval.evaluation.efficiency import EFFICIENCY_COLUMNS, figure
+from zerda_eval.evaluation.tie_aware import tie_aware_columns
 from zerda_eval.execution.cell import CellResult, check_collections, run_cell
 from zerda_eval.execution.executors import Executor, run_serially
 from zerda_eval.faults import fault_point
@@ -74,7 +75,8 @@ def run_experiment(
 
 
 def results_table(results: list[Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per cell: dataset, system, family, params (JSON), cell_id, means, efficiency."""
+    """One row per cell: dataset, system, family, params (JSON), cell_id, means, efficiency, then each mean's
+    expected value and range over the orders of tied documents (``evaluation.tie_aware``)."""
     rows = []
     for result in results:
         config = result["config"]
@@ -91,6 +93,7 @@ def results_table(results: list[Mapping[str, Any]]) -> pd.DataFrame:
                 "cell_id": result["cell_id"],
                 **{m: means[m] for m in ordered},
                 **{k: figure(result["efficiency"].get(k)) for k in EFFICIENCY_COLUMNS},
+                **tie_aware_columns(result, ordered),
             }
         )
     return pd.DataFrame(rows)

@@ -10,8 +10,8 @@ answered by that combination. Nothing retrieves again: the input cells' runs are
 and fused in memory with ``fusion.fuse_runs`` (``fusion.ltr`` for a learned one), the grid's own code.
 
 Efficiency: per query, the chosen inputs' latencies summed plus the fusing step's own time (timed
-per held-out query); index time, the distinct chosen cells' (a shared store entry once); peak
-memory, the largest of them.
+per held-out query); index time, the system cells under the chosen cells, each once (a shared store
+entry once: ``efficiency.row_costs``); peak RSS increment, the largest of them.
 """
 
 from __future__ import annotations
@@ -25,12 +25,11 @@ from typing import Any
 
 from zerda_eval.config.experiment import CellSpec
 from zerda_eval.errors import RunError
-from zerda_eval.evaluation.efficiency import Efficiency, figure, not_measured
+from zerda_eval.evaluation.efficiency import PEAK_COLUMN, Efficiency, figure, largest, not_measured, row_costs
 from zerda_eval.execution.tuning import assign_folds, best_variant, finished_result, train_overlap, tuning_stats
 from zerda_eval.fusion.ltr import fit_ltr, ltr_fuse, training_set
 from zerda_eval.fusion.methods import LEARNED_METHODS, fuse_runs, wsum_grid
 from zerda_eval.ranking import Run
-from zerda_eval.store.build_costs import SHARED_KEY, counted_once
 from zerda_eval.store.run_dir import read_cell_per_query, read_cell_run
 
 Combiner = Callable[[Sequence[Run], Mapping[str, str]], Run]  # (input runs, query texts) -> fused run
@@ -213,7 +212,6 @@ def _efficiency(
     index_times = [figure(result["efficiency"]["index_time_s"]) for result in results]
     if latencies is None or any(math.isnan(t) for t in index_times):
         return not_measured()
-    peak = max(figure(result["efficiency"]["peak_rss_mb"]) for result in results)
-    shared = [result.get("stats", {}).get(SHARED_KEY, {}) for result in results]
-    index_time = counted_once(index_times, shared, "spent_s")[0]
+    peak = largest([figure(result["efficiency"][PEAK_COLUMN]) for result in results])
+    index_time = row_costs(results).index_time_s  # a system cell or store entry they share, once
     return Efficiency.from_timings(index_time, [latencies[q] / 1000.0 for q in qids], peak, max(index_times))

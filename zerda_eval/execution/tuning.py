@@ -13,7 +13,8 @@ evaluated like any other.
 Efficiency of a tuned row: per query, the latency of the cell that answered it; index time, the sum of
 the distinct chosen cells' (each must be indexed to serve its fold), a store entry they share (one
 corpus encoding under several grid points) counted once, as is its from-scratch build time
-(``stats["builds_counted_once"]`` names such entries); peak memory, the largest of them.
+(``stats["builds_counted_once"]`` names such entries), and so is a system cell under several chosen
+cells (two grid points of one fusion); peak RSS increment, the largest of them.
 """
 
 from __future__ import annotations
@@ -27,9 +28,8 @@ import numpy as np
 
 from zerda_eval.config.experiment import CellSpec
 from zerda_eval.errors import RunError
-from zerda_eval.evaluation.efficiency import Efficiency, figure, not_measured
+from zerda_eval.evaluation.efficiency import PEAK_COLUMN, Efficiency, figure, largest, not_measured, row_costs
 from zerda_eval.ranking import Run
-from zerda_eval.store.build_costs import SHARED_KEY, counted_once
 from zerda_eval.store.run_dir import load_result, read_cell_per_query, read_cell_run
 
 
@@ -144,8 +144,7 @@ def _efficiency(results: list[dict[str, Any]], picks: Mapping[str, int], qids: l
     index_times = [figure(results[i]["efficiency"]["index_time_s"]) for i in chosen]
     if latencies is None or any(math.isnan(t) for t in index_times):
         return not_measured()
-    peak = max(figure(results[i]["efficiency"]["peak_rss_mb"]) for i in chosen)
+    peak = largest([figure(results[i]["efficiency"][PEAK_COLUMN]) for i in chosen])
     seconds = [latencies[q] / 1000.0 for q in qids]
-    shared = [results[i].get("stats", {}).get(SHARED_KEY, {}) for i in chosen]
-    index_time = counted_once(index_times, shared, "spent_s")[0]  # an entry the chosen cells share, once
+    index_time = row_costs([results[i] for i in chosen]).index_time_s  # a cell or entry they share, once
     return Efficiency.from_timings(index_time, seconds, peak, max(index_times))

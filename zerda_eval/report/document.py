@@ -22,10 +22,12 @@ from zerda_eval.analysis.formatting import fmt
 from zerda_eval.analysis.studies import run_studies
 from zerda_eval.analysis.studies.base import FinishedRun
 from zerda_eval.evaluation.efficiency import NOT_MEASURED
+from zerda_eval.evaluation.tie_aware import TIE_SENSITIVE
 from zerda_eval.report import plots
 from zerda_eval.report.explorer import Explorer, explorer_block
 from zerda_eval.report.tables import (
     MARKERS,
+    TIE_MARKER,
     RunData,
     Table,
     comparison_table,
@@ -35,6 +37,7 @@ from zerda_eval.report.tables import (
     library_versions,
     metric_table,
     official_columns,
+    tie_sensitive,
 )
 
 TEST_NAMES = {"t-test": "paired t-test", "fisher": "randomisation (Fisher) test"}
@@ -42,10 +45,12 @@ EFFICIENCY_NOTE = (
     "A fusion's index time and latency include its inputs' (run one after the other); the parallel columns "
     "take its slowest input instead (inputs side by side). A fusion's or tuned row's index time and build "
     "time count a store entry its cells share (one corpus encoding, one BM25 index) once (result.json: "
-    "builds_counted_once). peak RSS is the process's resident high-water "
-    "mark during the cell (reset at the cell's start on Linux; a fusion: its largest input or the fusing step). "
+    "builds_counted_once), and a system cell under several of them (two grid points of one fusion) once. "
+    "peak RSS increment: the cell's resident high-water mark less the process's RSS when the cell started "
+    "(Linux; what earlier cells left loaded, such as a model, is not counted; a fusion: the largest of its inputs' "
+    "and the fusing step's). "
     "A rerank row's latency is its input's plus the re-ranking's own per query, its index time the input's plus "
-    "loading the model, its peak RSS the input's or the re-ranking's, the larger. "
+    "loading the model, its peak RSS increment the input's or the re-ranking's, the larger. "
     f'"{NOT_MEASURED}": the cell timed nothing of its own (a run file, or a fusion over one).'
 )
 SWEEPS = (("k", "RRF k"), ("weights", "weight of the first input"), ("vector_weight", "vector weight"))
@@ -211,6 +216,12 @@ def _legend(data: RunData) -> str:
         parts.append(
             "Official measures of a task come first (Qur'an QA 2023: MAP@10 and MRR@10 under the task's "
             "no-answer rule), each followed by its answerable-only figure (answerable:...)."
+        )
+    if any(tie_sensitive(row, column) for _, row in data.results.iterrows() for column in data.results.columns):
+        parts.append(
+            f"{TIE_MARKER}: the value moves by more than {TIE_SENSITIVE} with the order of tied scores (shown: "
+            "its value in the harness's one tie order; results.csv gives the expected value over every order "
+            "and the range as '<measure> expected', '<measure> min', '<measure> max')."
         )
     if spec.baseline is not None:
         markers = ", ".join(f"{MARKERS[t]} = {TEST_NAMES[t]}" for t in spec.tests)

@@ -20,6 +20,7 @@ from zerda_eval.analysis.formatting import fmt, fmt_ci, fmt_delta, fmt_p
 from zerda_eval.analysis.settings import AnalysisSettings, parse_analysis
 from zerda_eval.evaluation.efficiency import EFFICIENCY_COLUMNS, NOT_MEASURED
 from zerda_eval.evaluation.measures import ANSWERABLE_PREFIX
+from zerda_eval.evaluation.tie_aware import TIE_SENSITIVE, tie_range
 from zerda_eval.report.labels import short_labels
 from zerda_eval.store.run_dir import EXPERIMENT_FILE, read_experiment_json, read_tables
 
@@ -33,12 +34,13 @@ COLUMN_TITLES = {  # efficiency columns as headers: the unit once, in parenthese
     "latency_p99_ms": "p99 (ms)",
     "latency_parallel_mean_ms": "latency, parallel (ms)",
     "qps": "queries/s",
-    "peak_rss_mb": "peak RSS (MB)",
+    "peak_rss_increment_mb": "peak RSS increment over the cell's start (MB)",
 }
 MAIN_LATENCY = "latency_mean_ms"  # a fusion's total with its inputs' (the parallel figure: efficiency table)
 MARKERS = {"t-test": "*", "fisher": "†"}
+TIE_MARKER = "‡"  # a mean that moves by more than TIE_SENSITIVE with the order of tied documents
 TEST_TITLES = {"t-test": "t-test", "fisher": "Fisher"}
-NUMERIC = re.compile(r"^([+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?%?[*†]*|<1e-4|-|\d+/\d+|\[.*\])$")
+NUMERIC = re.compile(r"^([+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?%?[*†‡]*|<1e-4|-|\d+/\d+|\[.*\])$")
 
 
 @dataclass
@@ -153,7 +155,8 @@ def metric_table(data: RunData, dataset: str, comparisons: pd.DataFrame) -> Tabl
 
     Measures the dataset was not evaluated on are left out. Latency is a fusion's total with its inputs'
     ("not measured" for a run file). A compared measure carries a marker per test that found it
-    significantly different from the baseline after the correction.
+    significantly different from the baseline after the correction; ``TIE_MARKER`` flags a value that
+    moves by more than ``TIE_SENSITIVE`` with the order of tied documents (``tie_sensitive``).
     """
     rows = data.results[data.results["dataset"] == dataset].reset_index(drop=True)
     columns = dataset_measures(data, dataset)
@@ -162,7 +165,8 @@ def metric_table(data: RunData, dataset: str, comparisons: pd.DataFrame) -> Tabl
     for _, row in rows.iterrows():
         cells = [system_cell(data, rows, str(row["system"]))]
         for column in columns:
-            cells.append(fmt(row[column]) + _markers(comparisons, row["cell_id"], column, data.spec))
+            marks = _markers(comparisons, row["cell_id"], column, data.spec)
+            cells.append(fmt(row[column]) + marks + (TIE_MARKER if tie_sensitive(row, column) else ""))
         if latency:
             cells.append(_cost(row[MAIN_LATENCY]))
         table.rows.append(cells)
@@ -172,6 +176,11 @@ def metric_table(data: RunData, dataset: str, comparisons: pd.DataFrame) -> Tabl
             best = values.min() if column == MAIN_LATENCY else values.max()
             table.bold |= {(i, j) for i in range(len(rows)) if values.iloc[i] == best}
     return table
+
+
+def tie_sensitive(row: Any, measure: str) -> bool:
+    """Whether a results row's ``measure`` can move by more than ``TIE_SENSITIVE`` with the tie order."""
+    return bool(tie_range(row, measure) > TIE_SENSITIVE)  # NaN (not recorded) compares False
 
 
 def _markers(comparisons: pd.DataFrame, cell_id: str, measure: str, spec: CompareSpec) -> str:

@@ -5,7 +5,8 @@ spent reading store entries replaced by the build seconds recorded with each ent
 
 A cost several systems share (one corpus encoding under a dense system and a hybrid, or under every
 grid point of a dense system) is recorded by entry (``BuildCosts.shared``), so that a row made of several
-cells (a fusion's inputs, a tuned row's chosen cells) counts it once (``counted_once``).
+cells (a fusion's inputs, a tuned row's chosen cells) counts it once (``counted_once``, through
+``evaluation.efficiency.row_costs``, which also counts each system cell under the row once).
 """
 
 from __future__ import annotations

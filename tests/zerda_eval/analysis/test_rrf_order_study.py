@@ -118,3 +118,20 @@ def test_tuned_pair_is_reported_on_its_own_and_not_pooled(tmp_path):
     assert section.tables[1][1].iloc[0]["fixed[tuned]"] == "0.8667"
     # the grid settings are named by what varies among them (w), the tuned pair by how it was tuned
     assert list(section.detail[0][1]["setting"]) == ["w=1", "w=2", "tuned=5-fold"]
+
+
+def test_the_tie_aware_delta_stands_beside_the_delta_in_the_tie_order(tmp_path):
+    """Fixed minus as-documented of the cells' expected values over every order of tied documents."""
+    results, per_query = write_study_dir(tmp_path)
+    expected = {"as_documented,w=1": 0.40, "fixed,w=1": 0.43, "as_documented,w=2": 0.50, "fixed,w=2": 0.49}
+    results["ndcg@10 expected"] = [expected[s.split("rrf_order=")[1][:-1]] for s in results["system"]]
+    finished = FinishedRun(tmp_path, results, per_query, CompareSpec(tests=("t-test",)), ["ndcg@10"])
+    study = rrf_order.compute(rrf_order.Settings(system="h", depth=3), finished)
+    pairs = study.pairs.set_index("setting")
+    assert pairs.loc["w=1", "tie_aware_delta"] == pytest.approx(0.03)
+    assert pairs.loc["w=2", "tie_aware_delta"] == pytest.approx(-0.01)
+    assert study.datasets.iloc[0]["tie_aware_delta"] == pytest.approx(0.01)  # the mean over the pooled settings
+    assert "the change is between +0.0100 and +0.0100 per dataset" in study.verdict
+    headline, detail = rrf_order._tables(study, finished.compare, 3)
+    assert headline["tie-aware delta"].tolist() == ["+0.0100"]
+    assert detail["tie-aware delta"].tolist() == ["+0.0300", "-0.0100"]

@@ -154,7 +154,7 @@ def write_cell(out: Path, dataset: str, system: str, family: str, params: dict, 
         "latency_p95_ms": float(np.percentile(lat, 95)),
         "latency_p99_ms": float(np.percentile(lat, 99)),
         "qps": float(1000 / lat.mean()) if lat.mean() > 0 else 0.0,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_increment_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
     result = {"cell_id": cell_id, "config": {"dataset": dataset, "system": system, "params": params}}
     result |= {"means": {m: row[m] for m in MEASURES}, "library_versions": {"numpy": np.__version__}}

@@ -9,7 +9,7 @@ import pandas as pd
 
 from zerda_eval.analysis.settings import AnalysisSettings
 from zerda_eval.report.plots import pareto_front
-from zerda_eval.report.tables import RunData, efficiency_table, metric_table
+from zerda_eval.report.tables import RunData, dataset_measures, efficiency_table, metric_table
 
 QURAN = "quranqa23/taskA/dev"
 
@@ -112,3 +112,15 @@ def test_efficiency_table_shows_the_from_scratch_index_cost_beside_this_runs_tim
     assert "index build (s)" in table.header
     column = table.header.index("index build (s)")
     assert [row[column] for row in table.rows] != [row[table.header.index("index time (s)")] for row in table.rows]
+
+
+def test_a_value_that_moves_with_the_tie_order_is_flagged() -> None:
+    """Flagged when max - min over the orders of tied documents exceeds 0.001; not when within it, or unrecorded."""
+    data = run_data()
+    data.results["ndcg@10 min"] = [0.4990, 0.5998, np.nan]
+    data.results["ndcg@10 max"] = [0.5010, 0.6003, np.nan]
+    column = ["system", *dataset_measures(data, QURAN)].index("ndcg@10")
+    quran = metric_table(data, QURAN, pd.DataFrame())
+    assert [row[column] for row in quran.rows] == ["0.5000‡", "0.6000"]
+    assert metric_table(data, "toy", pd.DataFrame()).rows[0][1] == "0.7000"
+    assert all(quran.numeric()[1:])  # a flagged value still reads as a number (right-aligned)

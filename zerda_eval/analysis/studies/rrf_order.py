@@ -4,9 +4,11 @@ Configured by ``[study.rrf_order]`` (``system``: a ``[[systems]]`` entry with an
 axis holding both orders; ``depth``: the top-k whose changes are counted). It pairs the cells of that
 system that differ only in ``rrf_order`` and reports, per pair and per dataset, fixed minus
 as-documented: mean delta with a bootstrap CI and corrected p-values, the share of queries whose
-top-k changed and Kendall's tau between the two rankings. Per dataset, the per-query deltas are
-averaged over the pairs (settings) and tested once, so each dataset gets one headline delta and
-p-value; corrections run over all pairs (per test) and over all datasets (per test).
+top-k changed and Kendall's tau between the two rankings, and beside the delta in the harness's tie
+order the tie-aware delta (the difference of the cells' expected values over every order of tied
+documents, ``evaluation.tie_aware``): a delta that tied documents alone make is not a finding. Per
+dataset, the per-query deltas are averaged over the pairs (settings) and tested once, so each dataset
+gets one headline delta and p-value; corrections run over all pairs (per test) and over all datasets (per test).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from zerda_eval.analysis.studies.base import FinishedRun, StudyFigure, StudySect
 from zerda_eval.checks import check_keys
 from zerda_eval.config.tuning import TUNED
 from zerda_eval.errors import ConfigError
+from zerda_eval.evaluation.tie_aware import EXPECTED
 from zerda_eval.store.run_dir import read_cell_run
 
 KEYS = ("system", "depth")
@@ -140,6 +143,7 @@ def compute(settings: Settings, finished: FinishedRun) -> StudyData | None:
         return None
     measures = measure_columns(finished.results, per_query, spec)
     lookup = index_per_query(per_query)
+    by_cell = finished.results.set_index("cell_id")
     rows, deltas_by_dataset = [], {}
     # Per dataset, the grid's pairs are pooled; the tuned pair (made of grid points) is reported on its own.
     tuned_settings = pairs["setting"].map(is_tuned)
@@ -159,6 +163,10 @@ def compute(settings: Settings, finished: FinishedRun) -> StudyData | None:
             rows.append(
                 dict(pair)
                 | {"measure": measure, "top_changed_share": changed, "kendall_tau": tau}
+                | {
+                    "tie_aware_delta": _expected(by_cell, pair[FIXED], measure)
+                    - _expected(by_cell, pair[AS_DOCUMENTED], measure)
+                }
                 | test_pair(aligned, spec)
             )
     table = correct_family(pd.DataFrame(rows), "measure", spec)
@@ -176,6 +184,7 @@ def compute(settings: Settings, finished: FinishedRun) -> StudyData | None:
                 "top_changed_share": float(primary["top_changed_share"].mean()),
                 "kendall_tau": float(primary["kendall_tau"].mean()),
                 "significant_settings": int(primary[f"significant_{spec.tests[0]}"].sum()),
+                "tie_aware_delta": float(primary["tie_aware_delta"].mean()),
             }
             | {k: v for k, v in test_pair(aligned, spec).items() if k not in ("mean_baseline", "mean_system")}
         )
@@ -183,6 +192,17 @@ def compute(settings: Settings, finished: FinishedRun) -> StudyData | None:
     tuned = table[(table["measure"] == measures[0]) & table["setting"].map(is_tuned)].reset_index(drop=True)
     text = verdict(per_dataset, measures[0], spec, settings.depth, tuned)
     return StudyData(table, per_dataset, text, measures[0], settings.depth, tuned)
+
+
+def _expected(by_cell: pd.DataFrame, cell_id: str, measure: str) -> float:
+    """A cell's mean ``measure`` over every order of its tied documents (``evaluation.tie_aware``; NaN: none)."""
+    column = f"{measure} {EXPECTED}"
+    return float(by_cell.at[cell_id, column]) if column in by_cell.columns else float("nan")
+
+
+def _fmt_recorded(delta: float) -> str:
+    """A delta, or "-" for one the cells did not record (written before tie-aware values were)."""
+    return "-" if np.isnan(delta) else fmt_delta(delta)
 
 
 def run(settings: Settings, finished: FinishedRun) -> StudySection | None:
@@ -238,6 +258,12 @@ def verdict(
         f"queries on average, with a mean Kendall tau of {datasets['kendall_tau'].mean():.3f} "
         "between the two rankings (1 = same order).",
     ]
+    tie_aware = datasets.get("tie_aware_delta", pd.Series(dtype=float)).dropna()
+    if not tie_aware.empty:
+        lines.append(
+            f"Counting every order of tied scores as equally likely (the expected value, McSherry and Najork), "
+            f"the change is between {tie_aware.min():+.4f} and {tie_aware.max():+.4f} per dataset."
+        )
     if tuned is not None and not tuned.empty:
         flags = tuned[f"significant_{test}"]
         low, high = tuned.loc[tuned["delta"].idxmin()], tuned.loc[tuned["delta"].idxmax()]
@@ -266,6 +292,7 @@ def _tables(data: StudyData, spec: CompareSpec, depth: int) -> tuple[pd.DataFram
                 "dataset": row["dataset"],
                 "settings": str(row["settings"]),
                 f"mean delta {data.measure}": fmt_delta(row["delta"]),
+                "tie-aware delta": _fmt_recorded(row["tie_aware_delta"]),
                 "95% CI": fmt_ci(row["ci_low"], row["ci_high"]),
                 f"p ({test}, {spec.correction})": fmt_p(row[f"p_{test}_adj"]),
                 "significant settings": f"{row['significant_settings']}/{row['settings']}",
@@ -287,6 +314,7 @@ def _tables(data: StudyData, spec: CompareSpec, depth: int) -> tuple[pd.DataFram
                 AS_DOCUMENTED: fmt(row["mean_baseline"]),
                 FIXED: fmt(row["mean_system"]),
                 "delta": fmt_delta(row["delta"]),
+                "tie-aware delta": _fmt_recorded(row["tie_aware_delta"]),
                 **{f"p ({t}, {spec.correction})": fmt_p(row[f"p_{t}_adj"]) for t in spec.tests},
                 f"top-{depth} changed": f"{row['top_changed_share']:.1%}",
                 "Kendall tau": f"{row['kendall_tau']:.3f}",
