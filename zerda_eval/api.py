@@ -203,14 +203,20 @@ class Results:
         alpha: float | None = None,
         n_permutations: int | None = None,
         seed: int | None = None,
+        min_effect: float | None = None,
+        power: float | None = None,
     ) -> pd.DataFrame:
         """Every (dataset, system, measure) against the baseline; settings not given come from ``[compare]``.
 
-        One row per comparison: delta, bootstrap CI, Cohen's d, raw and corrected p-values per test.
+        One row per comparison (``analysis.compare.test_pair``): the mean difference ``delta`` with its t
+        interval (``t_low``, ``t_high``) and BCa bootstrap interval (``ci_low``, ``ci_high``), the standardised
+        effect ``cohens_d`` (d_z); the raw p-value of every test (``p_t-test``, ``p_fisher``, ``p_wilcoxon``) and
+        ``tests_agree`` at alpha; per configured test the corrected (``p_<test>_adj``) and Benjamini-Hochberg
+        (``p_<test>_bh``) p-values and ``significant_<test>``; the power: ``mde`` (minimum detectable effect at
+        ``power``), ``queries_needed`` for ``min_effect``, and ``underpowered`` (not significant, mde > min_effect).
         """
-        given = dict(
-            zip(COMPARE_KEYS, (baseline, measures, tests, correction, alpha, n_permutations, seed), strict=True)
-        )
+        values = (baseline, measures, tests, correction, alpha, n_permutations, seed, min_effect, power)
+        given = dict(zip(COMPARE_KEYS, values, strict=True))
         table = {**self.config.get("compare", {}), **{k: v for k, v in given.items() if v is not None}}
         for key in ("measures", "tests"):
             if table.get(key) is not None:
