@@ -20,7 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-from zerda_eval.analysis.compare import COMPARE_KEYS, compare_to_baseline, parse_compare
+from zerda_eval.analysis.compare import COMPARE_KEYS, compare_to_baseline, measure_columns, parse_compare
+from zerda_eval.analysis.grid import analyse_grid
 from zerda_eval.analysis.settings import AnalysisSettings, parse_analysis
 from zerda_eval.config.experiment import ExperimentSpec, load_experiment, resolve_experiment
 from zerda_eval.errors import ConfigError, unknown_value_message
@@ -225,6 +226,22 @@ class Results:
         if spec.baseline is None:
             raise ConfigError("Results.compare: give baseline= (a system or fusion name of the experiment)")
         return compare_to_baseline(self.table, self.per_query, spec)
+
+    def grid(self, measure: str | None = None) -> dict[str, pd.DataFrame]:
+        """Every row of each dataset at once on ``measure`` (default: the first compared one), as the report's
+        "Every row" section shows it (``analysis.grid``): ``"ranks"`` (mean, rank, probability of being best
+        and 95% rank interval from a bootstrap over queries, whether the randomised Tukey HSD tells it from
+        the best row), ``"pairs"`` (every pair's Tukey HSD p-value) and ``"anova"`` (topic x system, with the
+        variance components); each frame has a ``dataset`` column. Tests and seed come from ``[compare]``."""
+        spec = self.analysis.compare
+        measure = measure or measure_columns(self.table, self.per_query, spec)[0]
+        analyses = analyse_grid(self.table, self.per_query, measure, spec)
+        return {
+            part: pd.concat([getattr(a, part).assign(dataset=a.dataset) for a in analyses], ignore_index=True)
+            if analyses
+            else pd.DataFrame()
+            for part in ("ranks", "pairs", "anova")
+        }
 
     def report(self, path: str | Path, formats: Sequence[str] = DEFAULT_REPORT_FORMATS) -> Path:
         """Write the report into ``path`` in ``formats`` ("markdown": report.md, "html": a self-contained
