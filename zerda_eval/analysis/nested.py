@@ -22,6 +22,7 @@ from zerda_eval.errors import DataFormatError
 from zerda_eval.store.run_dir import load_result
 
 NESTED = "best[nested]"
+TIE = 1e-12  # training means closer than this are tied: equal means summed from other values differ in the last bits
 COLUMNS = ["dataset", "measure", "value", "queries", "chosen"]
 FOLD_COLUMNS = ["dataset", "fold", "row", "chosen", "chosen_on_mean", "answers"]
 
@@ -50,7 +51,7 @@ def nested_best(run_dir: Path, results: pd.DataFrame, per_query: pd.DataFrame, m
         wins: dict[str, int] = {}
         for fold in by_fold[0]:
             means = [own[fold]["chosen_on_mean"] for own in by_fold]
-            best = max(range(len(means)), key=lambda i: (means[i], -i))  # the highest; ties: the first row
+            best = next(i for i, mean in enumerate(means) if mean >= max(means) - TIE)  # ties: the first row
             row, cell = str(tuned["system"].iloc[best]), str(tuned["cell_id"].iloc[best])
             chosen = by_fold[best][fold]
             own_values = lookup.get((cell, measure), {})
