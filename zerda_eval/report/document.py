@@ -1,10 +1,12 @@
 """The report's content as a list of blocks, built once and rendered by ``markdown``, ``html`` and ``latex``.
 
-Order: summary and contents; each study's section (its headline answer); the best held-out
-configuration per dataset (when the experiment tunes); results per dataset (the main
-table, then every measure as bars with CIs); the comparisons with the baseline (wins/ties/losses, a
-per-query scatter and the tests per dataset); quality against latency per dataset; parameter sweeps;
-efficiency per dataset; the configuration and library versions.
+Order: summary and contents; each study's section (its headline answer); the best configuration per
+dataset (when the experiment tunes: ``best[nested]``, chosen on training queries only, beside the per-row
+figures); results per dataset (the main table, then every measure as bars with CIs); the comparisons with
+the baseline (wins/ties/losses, a per-query scatter, the tests per dataset with effect intervals, the
+tests' agreement and power, and a figure of the effects); every row of each dataset at once (rank
+stability, randomised Tukey HSD, ANOVA); quality against latency per dataset; parameter sweeps; efficiency
+per dataset; the configuration and library versions. Every number comes from ``analysis``.
 """
 
 from __future__ import annotations

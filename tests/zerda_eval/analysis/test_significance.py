@@ -123,3 +123,11 @@ def test_bootstrap_ci_contains_the_mean_and_shrinks_with_n():
     assert hi_l - lo_l < hi_s - lo_s
     # the standard error of the mean, from the normal approximation: width ~ 2 * 1.96 * sd / sqrt(n)
     assert hi_l - lo_l == pytest.approx(2 * 1.96 * large.std(ddof=1) / np.sqrt(2000), rel=0.15)
+
+
+def test_t_test_equals_ranx_paired_student_t_test():
+    from ranx.statistical_tests import paired_student_t_test
+
+    rng = np.random.default_rng(12)
+    base, system = rng.random(40), rng.random(40)
+    assert sig.paired_t_test(base, system) == pytest.approx(paired_student_t_test(base, system)[0])
