@@ -324,22 +324,24 @@ def _all_rows(data: RunData, plot_dir: Path) -> list[Block]:
     )
     blocks: list[Block] = [Heading(2, "Every row: ranking stability, all pairs, variance"), Paragraph(note)]
     for analysis in analyses:
-        blocks += [Heading(3, f"Every row of {analysis.dataset}"), Paragraph(_grid_summary(analysis, spec))]
+        blocks += [Heading(3, f"Every row of {analysis.dataset}"), Paragraph(_grid_summary(data, analysis))]
         blocks += [plots.rank_stability(data, analysis.ranks, analysis.dataset, measure, plot_dir)]
         blocks += [rank_table(data, analysis), anova_table(analysis)]
     return blocks
 
 
-def _grid_summary(analysis: GridAnalysis, spec) -> str:
-    """What the grid's statistics say, in two sentences (generated from the numbers)."""
+def _grid_summary(data: RunData, analysis: GridAnalysis) -> str:
+    """What the grid's statistics say, in three sentences (generated from the numbers)."""
+    spec = data.spec
     pairs, ranks, anova = analysis.pairs, analysis.ranks, analysis.anova.set_index("source")
     top = ranks.iloc[0]
     tied = ranks[(~ranks["differs_from_best"]) & (ranks["cell_id"] != top["cell_id"])]
     residual = float(anova.loc["residual", "variance"])
     needed = queries_needed(spec.min_effect, (2 * residual) ** 0.5, spec.alpha, spec.power)
+    best = data.labels.get(top["system"], top["system"])
     return (
         f"{int(pairs['significant'].sum())} of {len(pairs)} pairs of rows differ significantly (Tukey HSD, alpha "
-        f"{spec.alpha}). The best row, {top['system']}, is best in {top['p_best']:.0%} of resamples; "
+        f"{spec.alpha}). The best row, {best}, is best in {top['p_best']:.0%} of resamples; "
         f"{len(tied)} other row(s) cannot be told apart from it. Variance: topics {anova.loc['topic', 'share']:.0%}, "
         f"systems {anova.loc['system', 'share']:.0%}, residual {anova.loc['residual', 'share']:.0%}; with this "
         f"residual variance, two rows {fmt(spec.min_effect, 2)} apart need {fmt_count(needed)} queries to be told "
