@@ -20,7 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-from zerda_eval.analysis.compare import COMPARE_KEYS, compare_to_baseline, parse_compare
+from zerda_eval.analysis.compare import COMPARE_KEYS, compare_to_baseline, measure_columns, parse_compare
+from zerda_eval.analysis.grid import analyse_grid
 from zerda_eval.analysis.settings import AnalysisSettings, parse_analysis
 from zerda_eval.config.experiment import ExperimentSpec, load_experiment, resolve_experiment
 from zerda_eval.errors import ConfigError, unknown_value_message
@@ -203,14 +204,20 @@ class Results:
         alpha: float | None = None,
         n_permutations: int | None = None,
         seed: int | None = None,
+        min_effect: float | None = None,
+        power: float | None = None,
     ) -> pd.DataFrame:
         """Every (dataset, system, measure) against the baseline; settings not given come from ``[compare]``.
 
-        One row per comparison: delta, bootstrap CI, Cohen's d, raw and corrected p-values per test.
+        One row per comparison (``analysis.compare.test_pair``): the mean difference ``delta`` with its t
+        interval (``t_low``, ``t_high``) and BCa bootstrap interval (``ci_low``, ``ci_high``), the standardised
+        effect ``cohens_d`` (d_z); the raw p-value of every test (``p_t-test``, ``p_fisher``, ``p_wilcoxon``) and
+        ``tests_agree`` at alpha; per configured test the corrected (``p_<test>_adj``) and Benjamini-Hochberg
+        (``p_<test>_bh``) p-values and ``significant_<test>``; the power: ``mde`` (minimum detectable effect at
+        ``power``), ``queries_needed`` for ``min_effect``, and ``underpowered`` (not significant, mde > min_effect).
         """
-        given = dict(
-            zip(COMPARE_KEYS, (baseline, measures, tests, correction, alpha, n_permutations, seed), strict=True)
-        )
+        values = (baseline, measures, tests, correction, alpha, n_permutations, seed, min_effect, power)
+        given = dict(zip(COMPARE_KEYS, values, strict=True))
         table = {**self.config.get("compare", {}), **{k: v for k, v in given.items() if v is not None}}
         for key in ("measures", "tests"):
             if table.get(key) is not None:
@@ -219,6 +226,22 @@ class Results:
         if spec.baseline is None:
             raise ConfigError("Results.compare: give baseline= (a system or fusion name of the experiment)")
         return compare_to_baseline(self.table, self.per_query, spec)
+
+    def grid(self, measure: str | None = None) -> dict[str, pd.DataFrame]:
+        """Every row of each dataset at once on ``measure`` (default: the first compared one), as the report's
+        "Every row" section shows it (``analysis.grid``): ``"ranks"`` (mean, rank, probability of being best
+        and 95% rank interval from a bootstrap over queries, whether the randomised Tukey HSD tells it from
+        the best row), ``"pairs"`` (every pair's Tukey HSD p-value) and ``"anova"`` (topic x system, with the
+        variance components); each frame has a ``dataset`` column. Tests and seed come from ``[compare]``."""
+        spec = self.analysis.compare
+        measure = measure or measure_columns(self.table, self.per_query, spec)[0]
+        analyses = analyse_grid(self.table, self.per_query, measure, spec)
+        return {
+            part: pd.concat([getattr(a, part).assign(dataset=a.dataset) for a in analyses], ignore_index=True)
+            if analyses
+            else pd.DataFrame()
+            for part in ("ranks", "pairs", "anova")
+        }
 
     def report(self, path: str | Path, formats: Sequence[str] = DEFAULT_REPORT_FORMATS) -> Path:
         """Write the report into ``path`` in ``formats`` ("markdown": report.md, "html": a self-contained

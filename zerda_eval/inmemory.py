@@ -176,7 +176,7 @@ class Comparison:
     """Runs compared with a baseline on one set of qrels: the grid's ``[compare]`` on in-memory runs.
 
     ``means``: a row per run, a column per measure. ``table``: a row per (system, measure) other than
-    the baseline: delta, bootstrap CI, Cohen's d, raw and corrected p-values per test, the columns
+    the baseline: delta with t and BCa intervals, d_z, p-values per test, agreement and power, the columns
     ``Results.compare`` returns for a grid (``dataset`` is ``"runs"``, ``cell_id`` the run's name).
     ``to_markdown`` / ``to_latex`` / ``to_html`` print the report's two tables (means with significance
     markers, best bold; then the tests).
@@ -216,15 +216,26 @@ def compare(
     alpha: float | None = None,
     n_permutations: int | None = None,
     seed: int | None = None,
+    min_effect: float | None = None,
+    power: float | None = None,
     duplicates: str | None = None,
 ) -> Comparison:
     """Every run against ``baseline`` (a name of ``runs``) on ``measures``, with the grid's tests
-    (``t-test``, ``fisher``), correction (``holm``, ``bonferroni``) over this comparison's rows."""
+    (``t-test``, ``fisher``, ``wilcoxon``), correction (``holm``, ``bonferroni``, ``bh``) over this comparison's
+    rows, effect intervals, the tests' agreement and power (the columns of ``Results.compare``)."""
     measures = _measure_names(measures, "compare")
     runs = named_runs(runs, duplicates)
     if baseline not in runs:
         raise ConfigError(unknown_value_message("baseline", baseline, runs, "compare"))
-    given = {"tests": tests, "correction": correction, "alpha": alpha, "n_permutations": n_permutations, "seed": seed}
+    given = {
+        "tests": tests,
+        "correction": correction,
+        "alpha": alpha,
+        "n_permutations": n_permutations,
+        "seed": seed,
+        "min_effect": min_effect,
+        "power": power,
+    }
     settings = {key: list(value) if key == "tests" else value for key, value in given.items() if value is not None}
     spec = parse_compare({"compare": {**settings, "baseline": baseline, "measures": list(measures)}}, "compare")
     judged = as_qrels(qrels)

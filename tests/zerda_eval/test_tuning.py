@@ -86,7 +86,10 @@ def test_a_row_tuned_on_the_train_split_uses_the_train_choice_even_when_test_pre
     assert pd.isna(tuned["latency_mean_ms"])  # run files: not measured, and so not for the tuned row
     report = results.report(tmp_path / "report").read_text(encoding="utf-8")
     section = report.split("## Best configuration per dataset", 1)[1].split("\n## ", 1)[0]
-    assert "| test | ext[tuned] | 0.5000 | best mrr@10 on train |" in section.replace("**", "")
+    # the answer: best[nested], here the one tuned row's train choice; then the per-row figures beside it
+    assert "| test | 0.5000 | ext[tuned] (1 of 1) | ext[tuned] | 0.5000 | best mrr@10 on train |" in section.replace(
+        "**", ""
+    )
     assert "b_{dataset}.trec" in section and "1.0000" in section  # the optimistic pick on test, beside it
     comparisons = results.compare(baseline="ext[tuned]")  # a tuned row takes part in comparisons
     assert set(comparisons[comparisons["dataset"] == "test"]["system"]) == {

@@ -2,7 +2,13 @@
 
 ``parse_compare`` validates an experiment's ``[compare]`` table. ``compare_to_baseline`` tests every
 (system, measure) of a dataset against the baseline on per-query values aligned by query id, and
-corrects the p-values over the comparisons of that dataset's table (one family per dataset and test).
+corrects the p-values over the comparisons of that dataset's table (one family per dataset and test):
+with the configured correction (``p_<test>_adj``) and with Benjamini-Hochberg (``p_<test>_bh``).
+
+Each comparison also carries its effect (mean difference with a t and a BCa interval, d_z), the raw
+p-values of all three tests side by side with whether they agree at alpha (``tests_agree``), and its
+power: the minimum detectable effect with these queries and this variance, the queries
+``min_effect`` would need, and ``underpowered`` (not significant AND unable to detect ``min_effect``).
 """
 
 from __future__ import annotations
@@ -14,25 +20,31 @@ from typing import Any
 import pandas as pd
 
 from zerda_eval.analysis import significance as sig
+from zerda_eval.analysis.effects import bca_interval, t_interval
+from zerda_eval.analysis.power import POWER, minimum_detectable_effect, queries_needed
 from zerda_eval.checks import check_keys
 from zerda_eval.errors import ConfigError, unknown_value_message
 
-COMPARE_KEYS = ("baseline", "measures", "tests", "correction", "alpha", "n_permutations", "seed")
+COMPARE_KEYS = ("baseline", "measures", "tests", "correction", "alpha", "n_permutations", "seed", "min_effect", "power")
 DEFAULT_CORRECTION = "holm"
 DEFAULT_ALPHA = 0.05
+DEFAULT_MIN_EFFECT = 0.02  # the smallest mean difference worth detecting (measure units: 2 points of nDCG)
 
 
 @dataclass(frozen=True)
 class CompareSpec:
-    """What to compare: baseline label, measures (None = all), tests, correction, alpha, permutations, seed."""
+    """What to compare: baseline label, measures (None = all), tests, correction, alpha, permutations, seed,
+    the smallest effect worth detecting and the power asked of a comparison that should detect it."""
 
     baseline: str | None = None
     measures: tuple[str, ...] | None = None
-    tests: tuple[str, ...] = sig.TESTS
+    tests: tuple[str, ...] = sig.DEFAULT_TESTS
     correction: str = DEFAULT_CORRECTION
     alpha: float = DEFAULT_ALPHA
     n_permutations: int = sig.DEFAULT_PERMUTATIONS
     seed: int = sig.DEFAULT_SEED
+    min_effect: float = DEFAULT_MIN_EFFECT
+    power: float = POWER
 
 
 def entry_names(document: Mapping[str, Any]) -> list[str]:
@@ -63,7 +75,7 @@ def parse_compare(document: Mapping[str, Any], where: str) -> CompareSpec:
     if not isinstance(compare, Mapping):
         raise ConfigError(f"{where}: compare must be a table ([compare])")
     check_keys(compare, COMPARE_KEYS, where, "key in [compare]")
-    tests = tuple(compare.get("tests", sig.TESTS))
+    tests = tuple(compare.get("tests", sig.DEFAULT_TESTS))
     for test in tests:
         if test not in sig.TESTS:
             raise ConfigError(unknown_value_message("test in compare.tests", test, sig.TESTS, where))
@@ -76,6 +88,12 @@ def parse_compare(document: Mapping[str, Any], where: str) -> CompareSpec:
     n_permutations = compare.get("n_permutations", sig.DEFAULT_PERMUTATIONS)
     if not (isinstance(n_permutations, int) and n_permutations >= 1000):
         raise ConfigError(f"{where}: compare.n_permutations must be an integer >= 1000, got {n_permutations!r}")
+    min_effect = compare.get("min_effect", DEFAULT_MIN_EFFECT)
+    if isinstance(min_effect, bool) or not (isinstance(min_effect, float | int) and min_effect > 0):
+        raise ConfigError(f"{where}: compare.min_effect must be a positive number (measure units), got {min_effect!r}")
+    power = compare.get("power", POWER)
+    if isinstance(power, bool) or not (isinstance(power, float | int) and 0 < power < 1):
+        raise ConfigError(f"{where}: compare.power must be a number between 0 and 1, got {power!r}")
     measures = compare.get("measures")
     if measures is not None and not (isinstance(measures, list) and all(isinstance(m, str) for m in measures)):
         raise ConfigError(f"{where}: compare.measures must be a list of measure names, got {measures!r}")
@@ -87,6 +105,8 @@ def parse_compare(document: Mapping[str, Any], where: str) -> CompareSpec:
         alpha=float(alpha),
         n_permutations=n_permutations,
         seed=int(compare.get("seed", document.get("experiment", {}).get("seed", sig.DEFAULT_SEED))),
+        min_effect=float(min_effect),
+        power=float(power),
     )
 
 
@@ -133,10 +153,15 @@ def _baseline_cell(results: pd.DataFrame, dataset: str, baseline: str) -> str | 
 
 
 def test_pair(aligned: sig.Aligned, spec: CompareSpec) -> dict[str, Any]:
+    """One comparison's numbers: means, the mean difference with its t and BCa intervals, d_z, the raw
+    p-value of every test (``sig.TESTS``) and whether they agree at alpha, and the comparison's power."""
     delta = aligned.delta
-    low, high = sig.bootstrap_ci(delta, seed=spec.seed)
+    n = len(aligned.query_ids)
+    sd = float(delta.std(ddof=1)) if n >= 2 else float("nan")
+    low, high = bca_interval(delta, seed=spec.seed)
+    t_low, t_high = t_interval(delta)
     row: dict[str, Any] = {
-        "n_queries": len(aligned.query_ids),
+        "n_queries": n,
         "missing_in_baseline": aligned.missing_in_baseline,
         "missing_in_system": aligned.missing_in_system,
         "mean_baseline": float(aligned.baseline.mean()) if delta.size else float("nan"),
@@ -144,20 +169,33 @@ def test_pair(aligned: sig.Aligned, spec: CompareSpec) -> dict[str, Any]:
         "delta": float(delta.mean()) if delta.size else float("nan"),
         "ci_low": low,
         "ci_high": high,
+        "t_low": t_low,
+        "t_high": t_high,
         "cohens_d": sig.cohens_d_paired(aligned.baseline, aligned.system),
+        "sd_delta": sd,
     }
-    for test in spec.tests:
+    for test in sig.TESTS:
         row[f"p_{test}"] = sig.run_test(test, aligned, spec.n_permutations, spec.seed)
+    row["tests_agree"] = len({row[f"p_{test}"] < spec.alpha for test in sig.TESTS}) == 1
+    row["mde"] = minimum_detectable_effect(n, sd, spec.alpha, spec.power)
+    row["queries_needed"] = queries_needed(spec.min_effect, sd, spec.alpha, spec.power)
     return row
 
 
 def correct_family(table: pd.DataFrame, family: str, spec: CompareSpec) -> pd.DataFrame:
+    """``p_<test>_adj`` (``spec.correction``), ``p_<test>_bh`` (Benjamini-Hochberg) and ``significant_<test>``
+    per test, each corrected over the rows sharing ``family``'s value; ``underpowered``: not significant by
+    the first test AND its minimum detectable effect above ``spec.min_effect``."""
     for test in spec.tests:
         adjusted = table[f"p_{test}"].copy()
+        fdr = table[f"p_{test}"].copy()
         for _, index in table.groupby(family).groups.items():
             adjusted.loc[index] = sig.correct(table.loc[index, f"p_{test}"], spec.correction)
+            fdr.loc[index] = sig.correct(table.loc[index, f"p_{test}"], sig.FDR)
         table[f"p_{test}_adj"] = adjusted
+        table[f"p_{test}_bh"] = fdr
         table[f"significant_{test}"] = adjusted < spec.alpha
+    table["underpowered"] = ~table[f"significant_{spec.tests[0]}"] & (table["mde"] > spec.min_effect)
     return table
 
 

@@ -7,6 +7,8 @@ from typing import Any
 import pandas as pd
 
 DIGITS = 4
+DIFFER = "differ"  # a comparison whose t-test, Wilcoxon and randomisation test disagree at alpha
+UNDERPOWERED = "n.s., underpowered"  # not significant AND unable to detect [compare].min_effect
 
 
 def fmt(value: Any, digits: int = DIGITS) -> str:
@@ -33,3 +35,10 @@ def fmt_p(value: float) -> str:
     if pd.isna(value):
         return "-"
     return "<1e-4" if value < 1e-4 else f"{value:.3g}"
+
+
+def fmt_count(value: float) -> str:
+    """A count (of queries): digits with thousands separators, "∞" for an infinite one, "-" when unknown."""
+    if pd.isna(value):
+        return "-"
+    return "∞" if value == float("inf") else f"{int(value):,}"

@@ -9,7 +9,10 @@ and the number missing is returned so reports can say it.
   (Smucker, Allan & Carterette, CIKM 2007): signs of the per-query differences are flipped at random.
   Exact (all 2^n sign vectors) when 2^n <= ``n_permutations``; otherwise seeded Monte Carlo with the
   ``(hits + 1) / (n + 1)`` estimate, so a p-value is never 0.
-- ``holm`` / ``bonferroni``: adjusted p-values over one family of comparisons.
+- ``wilcoxon_test``: two-sided Wilcoxon signed-rank test (``scipy.stats.wilcoxon``), the rank-based
+  third opinion beside the t-test and the randomisation test (``analysis.agreement`` of tests).
+- ``correct``: adjusted p-values over one family of comparisons: Holm, Bonferroni (family-wise error) or
+  Benjamini-Hochberg (false discovery rate), all from ``statsmodels.stats.multitest.multipletests``.
 - ``cohens_d_paired`` and ``bootstrap_ci``: effect size of the per-query difference.
 """
 
@@ -22,8 +25,10 @@ import numpy as np
 
 DEFAULT_PERMUTATIONS = 10_000
 DEFAULT_SEED = 13
-TESTS = ("t-test", "fisher")
-CORRECTIONS = ("holm", "bonferroni")
+TESTS = ("t-test", "fisher", "wilcoxon")  # every test a [compare] table may name
+DEFAULT_TESTS = ("t-test", "fisher")
+CORRECTIONS = {"holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh"}  # ours -> statsmodels' name
+FDR = "bh"  # the false-discovery-rate correction every comparison also carries beside the configured one
 _BATCH = 2_000  # permutations (or bootstrap samples) per vectorised batch: bounds memory at batch * n
 
 
@@ -102,30 +107,28 @@ def randomization_test(
     return (hits + 1) / (n_permutations + 1)
 
 
-def holm(pvalues: Sequence[float]) -> np.ndarray:
-    """Holm-Bonferroni step-down adjusted p-values (monotone, capped at 1), in the input order."""
-    p = np.asarray(pvalues, float)
-    m = p.size
-    order = np.argsort(p, kind="stable")
-    stepped = np.maximum.accumulate((m - np.arange(m)) * p[order])
-    adjusted = np.empty(m)
-    adjusted[order] = np.minimum(stepped, 1.0)
-    return adjusted
-
-
-def bonferroni(pvalues: Sequence[float]) -> np.ndarray:
-    """Bonferroni adjusted p-values: ``min(1, m * p)``."""
-    p = np.asarray(pvalues, float)
-    return np.minimum(p * p.size, 1.0)
-
-
 def correct(pvalues: Sequence[float], method: str) -> np.ndarray:
-    """Adjust ``pvalues`` with ``"holm"`` or ``"bonferroni"``; NaN entries stay NaN and are not counted."""
+    """Adjust ``pvalues`` with ``method`` (``CORRECTIONS``: holm, bonferroni, bh) by statsmodels'
+    ``multipletests``; NaN entries stay NaN and are not counted in the family."""
+    from statsmodels.stats.multitest import multipletests
+
     p = np.asarray(pvalues, float)
     out = np.full(p.shape, np.nan)
     valid = ~np.isnan(p)
-    out[valid] = {"holm": holm, "bonferroni": bonferroni}[method](p[valid])
+    if valid.any():
+        out[valid] = multipletests(p[valid], method=CORRECTIONS[method])[1]
     return out
+
+
+def wilcoxon_test(baseline: np.ndarray, system: np.ndarray) -> float:
+    """Two-sided p-value of the Wilcoxon signed-rank test (``scipy.stats.wilcoxon``; zero differences
+    dropped, scipy's default; exact or normal approximation as scipy chooses). 1.0 when every difference is 0."""
+    from scipy.stats import wilcoxon
+
+    delta = np.asarray(system, float) - np.asarray(baseline, float)
+    if not np.any(delta != 0):
+        return 1.0
+    return float(wilcoxon(delta).pvalue)
 
 
 def cohens_d_paired(baseline: np.ndarray, system: np.ndarray) -> float:
@@ -160,6 +163,8 @@ def describe_test(test: str, n_permutations: int = DEFAULT_PERMUTATIONS, seed: i
     """What ``run_test(test, ...)`` runs, in words, for the report."""
     if test == "t-test":
         return "paired Student's t-test, two-sided (scipy.stats.ttest_rel)"
+    if test == "wilcoxon":
+        return "Wilcoxon signed-rank test, two-sided, zero differences dropped (scipy.stats.wilcoxon)"
     return (
         f"randomisation (Fisher) test, two-sided: {n_permutations} sign-flip permutations of the per-query "
         f"differences, seed {seed} (exact when 2^n <= permutations)"
@@ -169,7 +174,9 @@ def describe_test(test: str, n_permutations: int = DEFAULT_PERMUTATIONS, seed: i
 def run_test(
     test: str, aligned: Aligned, n_permutations: int = DEFAULT_PERMUTATIONS, seed: int = DEFAULT_SEED
 ) -> float:
-    """p-value of ``test`` (``"t-test"`` or ``"fisher"``) on aligned per-query values."""
+    """p-value of ``test`` (``TESTS``) on aligned per-query values."""
     if test == "t-test":
         return paired_t_test(aligned.baseline, aligned.system)
+    if test == "wilcoxon":
+        return wilcoxon_test(aligned.baseline, aligned.system)
     return randomization_test(aligned.baseline, aligned.system, n_permutations, seed)

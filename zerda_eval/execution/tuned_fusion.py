@@ -83,6 +83,7 @@ def tuned_fusion_run(
         if not on:
             raise RunError(f"tuned row {cell.label!r}: every train query is a test query; give another train split")
         folds = [("train", on, qids, train_stages, train)]
+        dealt = dict.fromkeys(qids, "train")
     else:
         left_out = []
         dealt = assign_folds(qids, tuning["folds"], config["seed"], test.queries)
@@ -114,7 +115,7 @@ def tuned_fusion_run(
         )
     used = sorted({(s, index) for chosen in picks.values() for s, index in enumerate(chosen)})
     cells = [config["input_stages"][s][index] for s, index in used]
-    stats = tuning_stats(measure, tuning, choices, cells, left_out)
+    stats = tuning_stats(measure, tuning, choices, cells, left_out, dealt)
     latencies = _latencies(stages, picks, fusing_s)
     return run, _efficiency(stages, used, latencies, qids), stats | {"latency_ms": latencies}
 

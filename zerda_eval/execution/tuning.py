@@ -87,6 +87,7 @@ def tuned_run(
             raise RunError(f"tuned row {cell.label!r}: every train query is a test query; give another train split")
         chosen = best_variant(train, train_qids)
         picks = dict.fromkeys(qids, chosen)
+        folds = dict.fromkeys(qids, "train")
         choices = [_choice("train", labels[chosen], train, chosen, train_qids, len(qids))]
     else:
         values = [read_cell_per_query(output_dir, input_id, measure) for input_id in inputs]
@@ -101,15 +102,23 @@ def tuned_run(
             choices.append(_choice(fold, labels[chosen], values, chosen, others, len(held_out)))
     runs = {index: read_cell_run(output_dir, inputs[index]) for index in sorted(set(picks.values()))}
     run = {qid: runs[index].get(qid, []) for qid, index in picks.items()}
-    stats = tuning_stats(measure, tuning, choices, [inputs[index] for index in sorted(set(picks.values()))], left_out)
+    cells = [inputs[index] for index in sorted(set(picks.values()))]
+    stats = tuning_stats(measure, tuning, choices, cells, left_out, folds)
     return run, _efficiency(results, picks, qids), stats | {"latency_ms": _latencies(results, picks)}
 
 
 def tuning_stats(
-    measure: str, tuning: Mapping[str, Any], choices: list[dict[str, Any]], cells: list[str], left_out: list[str]
+    measure: str,
+    tuning: Mapping[str, Any],
+    choices: list[dict[str, Any]],
+    cells: list[str],
+    left_out: list[str],
+    fold_of: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """A tuned cell's ``stats["tuning"]``: what was chosen, on what, and the cells that answered."""
+    """A tuned cell's ``stats["tuning"]``: what was chosen, on what, the cells that answered, and the fold
+    (``"train"`` with a train split) each query was answered by (``analysis.nested`` chooses per fold)."""
     described = {"measure": measure, "train": tuning["train"], "folds": tuning["folds"], "choices": choices}
+    described["fold_of"] = dict(fold_of)
     return {"tuning": {**described, "cells": cells, **({"left_out_of_train": left_out} if left_out else {})}}
 
 

@@ -1,10 +1,12 @@
 """The report's content as a list of blocks, built once and rendered by ``markdown``, ``html`` and ``latex``.
 
-Order: summary and contents; each study's section (its headline answer); the best held-out
-configuration per dataset (when the experiment tunes); results per dataset (the main
-table, then every measure as bars with CIs); the comparisons with the baseline (wins/ties/losses, a
-per-query scatter and the tests per dataset); quality against latency per dataset; parameter sweeps;
-efficiency per dataset; the configuration and library versions.
+Order: summary and contents; each study's section (its headline answer); the best configuration per
+dataset (when the experiment tunes: ``best[nested]``, chosen on training queries only, beside the per-row
+figures); results per dataset (the main table, then every measure as bars with CIs); the comparisons with
+the baseline (wins/ties/losses, a per-query scatter, the tests per dataset with effect intervals, the
+tests' agreement and power, and a figure of the effects); every row of each dataset at once (rank
+stability, randomised Tukey HSD, ANOVA); quality against latency per dataset; parameter sweeps; efficiency
+per dataset; the configuration and library versions. Every number comes from ``analysis``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,11 @@ from pathlib import Path
 from zerda_eval.analysis import significance as sig
 from zerda_eval.analysis.best import best_configurations, fold_choices
 from zerda_eval.analysis.compare import compare_to_baseline
-from zerda_eval.analysis.formatting import fmt
+from zerda_eval.analysis.formatting import UNDERPOWERED, fmt, fmt_count, fmt_p
+from zerda_eval.analysis.grid import GridAnalysis, analyse_grid
+from zerda_eval.analysis.nested import NESTED, nested_best
+from zerda_eval.analysis.power import queries_needed
+from zerda_eval.analysis.rank_stability import RESAMPLES
 from zerda_eval.analysis.studies import run_studies
 from zerda_eval.analysis.studies.base import FinishedRun
 from zerda_eval.evaluation.efficiency import NOT_MEASURED
@@ -40,7 +46,11 @@ from zerda_eval.report.tables import (
     tie_sensitive,
 )
 
-TEST_NAMES = {"t-test": "paired t-test", "fisher": "randomisation (Fisher) test"}
+TEST_NAMES = {
+    "t-test": "paired t-test",
+    "fisher": "randomisation (Fisher) test",
+    "wilcoxon": "Wilcoxon signed-rank test",
+}
 EFFICIENCY_NOTE = (
     "A fusion's index time and latency include its inputs' (run one after the other); the parallel columns "
     "take its slowest input instead (inputs side by side). A fusion's or tuned row's index time and build "
@@ -131,6 +141,7 @@ def build_document(data: RunData, plot_dir: Path) -> list[Block]:
         ]
     if not comparisons.empty:
         blocks += _comparisons(data, comparisons, plot_dir)
+    blocks += _all_rows(data, plot_dir)
     explorer = explorer_block(data)
     if explorer is not None:
         blocks += [Heading(2, "Per-query explorer"), explorer]
@@ -151,17 +162,53 @@ def _best_configurations(data: RunData) -> list[Block]:
     if best.empty:
         return []
     measure = best["measure"].iloc[0]
+    nested, nested_folds = nested_best(data.run_dir, data.results, data.per_query, measure)
+    answers = nested.set_index("dataset")
     rows = [
-        [r["dataset"], r["held_out"], fmt(r["held_out_value"]), r["chosen_by"], r["on_test"], fmt(r["on_test_value"])]
+        [
+            r["dataset"],
+            *(
+                [fmt(answers.loc[r["dataset"], "value"]), answers.loc[r["dataset"], "chosen"]]
+                if r["dataset"] in answers.index
+                else ["-", "-"]
+            ),
+            r["held_out"],
+            fmt(r["held_out_value"]),
+            r["chosen_by"],
+            r["on_test"],
+            fmt(r["on_test_value"]),
+        ]
         for _, r in best.iterrows()
     ]
-    header = ["dataset", "best held-out row", measure, "chosen by", "best row picked on test (optimistic)", measure]
+    header = [
+        "dataset",
+        f"{NESTED} {measure}",
+        f"rows {NESTED} chose (folds won)",
+        "best tuned row (picked on test)",
+        measure,
+        "its grid point chosen by",
+        "best untuned row (picked on test)",
+        measure,
+    ]
     note = (
-        f"Each tuned row's grid point was chosen without the queries it is scored on (its cell's result.json "
-        f"records each fold's choice). The best untuned row was picked by its {measure} on the test queries "
-        "themselves: an optimistic figure, shown for the gap."
+        f"The answer is {NESTED}: on each fold, the tuned row (configuration and grid point together) best on the "
+        "fold's training queries answers the fold's held-out queries, so no test query takes part in any choice "
+        "(analysis.nested). Beside it, the per-row figures: each tuned row's grid point was chosen without the "
+        "queries it is scored on, but picking the best of those rows by their test scores is a choice made on the "
+        f"test queries, and the best untuned row is picked by its {measure} on them outright: both optimistic, "
+        f"shown for the gap. A dash: the tuned rows of that dataset predate the record of their folds (rerun)."
     )
     blocks = [Heading(2, "Best configuration per dataset"), Paragraph(note), Table(header=header, rows=rows)]
+    if not nested_folds.empty:
+        chosen = [
+            [f["dataset"], str(f["fold"]), f["row"], f["chosen"], fmt(f["chosen_on_mean"]), str(f["answers"])]
+            for _, f in nested_folds.iterrows()
+        ]
+        header = ["dataset", "fold", "tuned row chosen", "its grid point", f"{measure} on training queries", "answers"]
+        blocks += [
+            Heading(3, f"What {NESTED} chose per fold"),
+            Table(header=header, rows=chosen),
+        ]
     choices = fold_choices(data.run_dir, data.results, best)
     if choices.empty:
         return blocks
@@ -245,19 +292,108 @@ def _comparisons(data: RunData, comparisons, plot_dir: Path) -> list[Block]:
             scatter = plots.per_query_scatter(data, dataset, measure, plot_dir)
             blocks += [scatter] if scatter else []
             blocks += [Paragraph(f"{queries} queries."), comparison_table(data, comparisons, dataset)]
+            effects = plots.effect_intervals(data, comparisons, dataset, measure, plot_dir)
+            blocks += [effects] if effects else []
     return blocks
 
 
 def _tests_note(data: RunData) -> str:
     spec = data.spec
+    first = TEST_NAMES[spec.tests[0]]
     return (
         f"Per-query values are aligned by query id; a query missing from a run counts as 0 (a 'missing' column, "
         f"baseline/system, appears when any was). Tests: "
         f"{'; '.join(sig.describe_test(t, spec.n_permutations, spec.seed) for t in spec.tests)}. "
-        f"p-values corrected with {spec.correction} per dataset (raw ones in `Results.compare()`); bold = "
-        f"significant at alpha {spec.alpha}. Delta = system minus baseline; CI = 95% percentile bootstrap of the "
-        "mean delta; Cohen's d for paired samples. The plots use the first tested measure."
+        f"Corrections: {spec.correction} and Benjamini-Hochberg (BH, false discovery rate), each over one family: "
+        f"all comparisons of one dataset's table (every system and measure against the baseline); raw p-values in "
+        f"`Results.compare()`. Bold = significant at alpha {spec.alpha}. Delta = system minus baseline, with its "
+        f"95% t interval and 95% BCa bootstrap interval; d_z = delta over the standard deviation of the per-query "
+        f"differences. Tests: the paired t-test, the Wilcoxon signed-rank test and the randomisation test side by "
+        f"side on the raw p-values; **differ** marks a comparison they do not agree on at alpha. Power: MDE = the "
+        f"smallest mean difference the {first} detects with probability {spec.power:g} at alpha {spec.alpha} with "
+        f"these queries and this variance; 'queries for ±{fmt(spec.min_effect, 2)}' = the queries a difference of "
+        f"[compare].min_effect = {fmt(spec.min_effect, 2)} would need (Sakai's topic-set size); "
+        f"'{UNDERPOWERED}' = not significant AND the MDE above min_effect: absence of evidence, not evidence of "
+        "absence. The plots use the first tested measure."
     )
+
+
+def _all_rows(data: RunData, plot_dir: Path) -> list[Block]:
+    """Per dataset, every row at once on the first tested measure: rank stability, all pairs, the ANOVA."""
+    spec, measure = data.spec, data.measures[0]
+    analyses = analyse_grid(data.results, data.per_query, measure, spec)
+    if not analyses:
+        return []
+    note = (
+        f"Every row of a dataset on {measure}, without a baseline. Rank stability: {RESAMPLES:,} bootstrap "
+        f"resamples of the queries (seed {spec.seed}), each ranking every row by its mean. All pairs: "
+        f"the randomised Tukey HSD (Carterette, TOIS 2012; {spec.n_permutations} permutations of each query's "
+        "values among the rows, seed "
+        f"{spec.seed}), whose family is every pair of the dataset's rows. ANOVA: topic x system, two-way without "
+        "replication, with the variance components of each source; the residual one sets the queries a "
+        "difference needs (Sakai's topic-set size)."
+    )
+    blocks: list[Block] = [Heading(2, "Every row: ranking stability, all pairs, variance"), Paragraph(note)]
+    for analysis in analyses:
+        blocks += [Heading(3, f"Every row of {analysis.dataset}"), Paragraph(_grid_summary(data, analysis))]
+        blocks += [plots.rank_stability(data, analysis.ranks, analysis.dataset, measure, plot_dir)]
+        blocks += [rank_table(data, analysis), anova_table(analysis)]
+    return blocks
+
+
+def _grid_summary(data: RunData, analysis: GridAnalysis) -> str:
+    """What the grid's statistics say, in three sentences (generated from the numbers)."""
+    spec = data.spec
+    pairs, ranks, anova = analysis.pairs, analysis.ranks, analysis.anova.set_index("source")
+    top = ranks.iloc[0]
+    tied = ranks[(~ranks["differs_from_best"]) & (ranks["cell_id"] != top["cell_id"])]
+    residual = float(anova.loc["residual", "variance"])
+    needed = queries_needed(spec.min_effect, (2 * residual) ** 0.5, spec.alpha, spec.power)
+    best = data.labels.get(top["system"], top["system"])
+    return (
+        f"{int(pairs['significant'].sum())} of {len(pairs)} pairs of rows differ significantly (Tukey HSD, alpha "
+        f"{spec.alpha}). The best row, {best}, is best in {top['p_best']:.0%} of resamples; "
+        f"{len(tied)} other row(s) cannot be told apart from it. Variance: topics {anova.loc['topic', 'share']:.0%}, "
+        f"systems {anova.loc['system', 'share']:.0%}, residual {anova.loc['residual', 'share']:.0%}; with this "
+        f"residual variance, two rows {fmt(spec.min_effect, 2)} apart need {fmt_count(needed)} queries to be told "
+        f"apart with power {spec.power:g} ({analysis.queries} here)."
+    )
+
+
+def rank_table(data: RunData, analysis: GridAnalysis) -> Table:
+    """The rows the rank figure draws: mean, observed rank, 95% rank interval, P(best), Tukey against the best."""
+    shown = analysis.ranks.head(plots.MAX_DRAWN)
+    rows = [
+        [
+            data.labels.get(str(r["system"]), str(r["system"])),
+            fmt(r["mean"]),
+            str(r["rank"]),
+            f"{r['rank_low']}-{r['rank_high']}",
+            f"{r['p_best']:.0%}",
+            "best" if r["rank"] == 1 else "yes" if r["differs_from_best"] else "no",
+        ]
+        for _, r in shown.iterrows()
+    ]
+    header = ["row", analysis.measure, "rank", "95% rank interval", "P(best)", "differs from the best (Tukey)"]
+    return Table(header=header, rows=rows)
+
+
+def anova_table(analysis: GridAnalysis) -> Table:
+    """The topic x system ANOVA with its variance components."""
+    rows = [
+        [
+            r["source"],
+            fmt(r["sum_sq"]),
+            str(int(r["df"])),
+            fmt(r["mean_sq"], 5),
+            fmt(r["F"], 2),
+            fmt_p(r["p"]),
+            fmt(r["variance"], 5),
+            f"{r['share']:.0%}" if r["share"] == r["share"] else "-",
+        ]
+        for _, r in analysis.anova.iterrows()
+    ]
+    return Table(header=["source", "sum of squares", "df", "mean square", "F", "p", "variance", "share"], rows=rows)
 
 
 def _quality_latency(data: RunData, plot_dir: Path) -> list[Block]:

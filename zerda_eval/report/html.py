@@ -33,9 +33,12 @@ nav.toc > ul { columns: 2; column-gap: 2em; } nav.toc > ul > li { break-inside: 
 table { border-collapse: collapse; margin: 0.8em 0 1.2em; font-size: 13px; max-width: 100%; }
 th, td { border: 1px solid #d0d7de; padding: 0.25em 0.55em; vertical-align: top; }
 th { background: #f6f8fa; font-weight: 600; }
+@media (min-width: 1100px) {  /* a wide window: whole words in headers, numbers and names on one line */
+  th { overflow-wrap: normal; } td.num, td:first-child { white-space: nowrap; }
+}
 th.text, td.text { text-align: left; } th.num, td.num { text-align: right; }
-td.num { font-variant-numeric: tabular-nums; white-space: nowrap; }
-td.text { overflow-wrap: normal; } td:first-child { white-space: nowrap; }
+td.num { font-variant-numeric: tabular-nums; }
+td.text { overflow-wrap: normal; }
 code { background: #f6f8fa; padding: 0 0.25em; border-radius: 3px; font-size: 0.92em; }
 pre { background: #f6f8fa; padding: 0.8em 1em; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 12px; }
 pre code { background: none; padding: 0; }

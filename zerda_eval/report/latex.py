@@ -22,9 +22,11 @@ SPECIAL = {
     "}": r"\}",
     "~": r"\textasciitilde{}",
     "^": r"\textasciicircum{}",
+    "±": r"$\pm$",
+    "∞": r"$\infty$",
 }
-MARKER_TEX = {"*": "*", "†": r"\dagger"}
-TEST_NAMES = {"t-test": "paired t-test", "fisher": "randomisation test"}
+MARKER_TEX = {"*": "*", "†": r"\dagger", "‡": r"\ddagger", "§": r"\S"}
+TEST_NAMES = {"t-test": "paired t-test", "fisher": "randomisation test", "wilcoxon": "Wilcoxon signed-rank test"}
 
 
 def escape(text: str) -> str:

@@ -27,6 +27,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import matplotlib.lines
+import matplotlib.patches
 import matplotlib.pyplot as plt
 import matplotlib.ticker
 import numpy as np
@@ -490,3 +492,86 @@ def sweep_curves(results: pd.DataFrame, measure: str, param: str, xlabel: str, o
         fig.suptitle(f"+ {len(hidden)} more series not drawn: named in the caption", fontsize=9)
         caption += f" Drawn: the {len(shown)} series with the best {measure}. Not drawn: {', '.join(hidden)}."
     return _save(fig, out_dir, f"sweep_{_slug(param)}_{_slug(measure)}", caption)
+
+
+def effect_intervals(data: RunData, comparisons: pd.DataFrame, dataset: str, measure: str, out_dir: Path):
+    """Each system's difference from the baseline at a glance: the mean difference (dot) with its 95% t
+    interval (thin) and BCa interval (thick), the band the comparison could detect (grey: ± its minimum
+    detectable effect), a filled dot when significant, an open one when not, orange when the three tests
+    disagree. The systems drawn are ``drawn_cells``' (None without comparisons on ``measure``)."""
+    rows = comparisons[(comparisons["dataset"] == dataset) & (comparisons["measure"] == measure)]
+    if rows.empty:
+        return None
+    results = data.results[data.results["dataset"] == dataset]
+    drawn = drawn_cells(data, results[results["cell_id"].isin(set(rows["cell_id"]))], measure)
+    shown = rows.set_index("cell_id").loc[list(drawn.rows["cell_id"])]
+    y = np.arange(len(shown))
+    fig, ax = plt.subplots(figsize=(MAX_WIDTH_IN * 0.8, 0.34 * len(shown) + 1.3), layout="constrained")
+    significant = shown[f"significant_{data.spec.tests[0]}"].to_numpy(bool)
+    agree = shown["tests_agree"].to_numpy(bool)
+    for i, (_, row) in enumerate(shown.iterrows()):
+        ax.barh(i, 2 * row["mde"], left=-row["mde"], height=0.8, color="#e5e5e5", zorder=0)
+        colour = "#4c72b0" if agree[i] else "#dd8452"
+        ax.plot([row["t_low"], row["t_high"]], [i, i], color=colour, linewidth=1, zorder=2)
+        ax.plot([row["ci_low"], row["ci_high"]], [i, i], color=colour, linewidth=4, alpha=0.6, zorder=2)
+        ax.scatter(row["delta"], i, s=36, zorder=3, color=colour if significant[i] else "white", edgecolors=colour)
+    ax.axvline(0.0, color="black", linewidth=0.8)
+    ax.set_yticks(y, drawn.names)
+    ax.invert_yaxis()
+    ax.grid(axis="y", visible=False)
+    legend = [
+        matplotlib.lines.Line2D([], [], marker="o", color="#4c72b0", linestyle="", label="significant"),
+        matplotlib.lines.Line2D(
+            [], [], marker="o", markerfacecolor="white", color="#4c72b0", linestyle="", label="not significant"
+        ),
+        matplotlib.lines.Line2D([], [], color="#dd8452", linewidth=3, label="tests disagree"),
+        matplotlib.patches.Patch(color="#e5e5e5", label="± min. detectable effect"),
+    ]
+    ax.legend(handles=legend, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=4, frameon=False, fontsize=8)
+    where = f"the table of {dataset} against {data.spec.baseline}"
+    ax.set_xlabel(f"Δ {measure} (system − {data.spec.baseline})" + drawn.figure_note(where))
+    caption = (
+        f"{dataset}: {measure} minus the baseline's, per system: dot = mean difference (filled: significant, "
+        f"{data.spec.correction}), thin line = 95% t interval, thick = 95% BCa interval, orange = the t-test, "
+        "Wilcoxon and randomisation tests disagree at alpha, grey band = ± the minimum detectable effect (power "
+        f"{data.spec.power:g}): a difference inside it is one these queries cannot reliably detect."
+        + drawn.caption(measure, where)
+    )
+    return _save(fig, out_dir, f"effects_{_slug(dataset)}_{_slug(measure)}", caption)
+
+
+def rank_stability(data: RunData, ranks: pd.DataFrame, dataset: str, measure: str, out_dir: Path) -> Figure:
+    """How sure the ranking of ``dataset``'s rows is: per row (the ``MAX_DRAWN`` best by observed rank), the
+    95% interval of its rank over bootstrap resamples of the queries (line, dot at the median) and its
+    probability of being the best row (bar); a grey name: the best row's Tukey HSD does not tell them apart."""
+    shown = ranks.head(MAX_DRAWN)
+    y = np.arange(len(shown))
+    fig, (left, right) = plt.subplots(
+        1, 2, figsize=(MAX_WIDTH_IN, 0.34 * len(shown) + 1.3), sharey=True, layout="constrained", width_ratios=[2, 1]
+    )
+    left.hlines(y, shown["rank_low"], shown["rank_high"], color="#4c72b0", linewidth=3, alpha=0.6)
+    left.scatter(shown["rank_median"], y, color="#4c72b0", zorder=3, s=20, label="median rank")
+    left.scatter(shown["rank"], y, marker="|", color="black", s=120, zorder=4, label="observed rank")
+    left.set_xlim(0.5, max(float(ranks["rank_high"].max()), 2) + 0.5)
+    left.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    left.set_xlabel("rank (1 = best; line: 95% bootstrap interval)")
+    left.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2, frameon=False, fontsize=8)
+    right.barh(y, shown["p_best"], color="#55a868", height=0.6)
+    for i, value in enumerate(shown["p_best"]):
+        right.text(value, i, f" {value:.0%}", va="center", fontsize=8)
+    right.set_xlim(0, 1.2)
+    right.set_xlabel("probability of being best")
+    left.set_yticks(y, [_short(data, str(s)) for s in shown["system"]])
+    for tick, differs, rank in zip(left.get_yticklabels(), shown["differs_from_best"], shown["rank"], strict=True):
+        tick.set_color("black" if differs or rank == 1 else "#6e7781")
+    left.invert_yaxis()
+    for ax in (left, right):
+        ax.grid(axis="y", visible=False)
+    more = len(ranks) - len(shown)
+    caption = (
+        f"{dataset}: how stable the ranking of the rows on {measure} is over {len(ranks)} rows, from a bootstrap "
+        "over queries (each resample ranks every row): the line spans the central 95% of a row's ranks, the bar "
+        "is its share of resamples at rank 1. Grey names: not significantly different from the best row "
+        "(randomised Tukey HSD over all pairs)." + (f" The {more} lower-ranked rows are in the table." if more else "")
+    )
+    return _save(fig, out_dir, f"ranks_{_slug(dataset)}_{_slug(measure)}", caption)

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from zerda_eval.analysis.compare import CompareSpec, cells_of, measure_columns
-from zerda_eval.analysis.formatting import fmt, fmt_ci, fmt_delta, fmt_p
+from zerda_eval.analysis.formatting import DIFFER, UNDERPOWERED, fmt, fmt_ci, fmt_count, fmt_delta, fmt_p
 from zerda_eval.analysis.settings import AnalysisSettings, parse_analysis
 from zerda_eval.evaluation.efficiency import EFFICIENCY_COLUMNS, NOT_MEASURED
 from zerda_eval.evaluation.measures import ANSWERABLE_PREFIX
@@ -37,10 +37,10 @@ COLUMN_TITLES = {  # efficiency columns as headers: the unit once, in parenthese
     "peak_rss_increment_mb": "peak RSS increment over the cell's start (MB)",
 }
 MAIN_LATENCY = "latency_mean_ms"  # a fusion's total with its inputs' (the parallel figure: efficiency table)
-MARKERS = {"t-test": "*", "fisher": "†"}
-TIE_MARKER = "‡"  # a mean that moves by more than TIE_SENSITIVE with the order of tied documents
-TEST_TITLES = {"t-test": "t-test", "fisher": "Fisher"}
-NUMERIC = re.compile(r"^([+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?%?[*†‡]*|<1e-4|-|\d+/\d+|\[.*\])$")
+MARKERS = {"t-test": "*", "fisher": "†", "wilcoxon": "‡"}
+TIE_MARKER = "§"  # a mean that moves by more than TIE_SENSITIVE with the order of tied documents
+TEST_TITLES = {"t-test": "t-test", "fisher": "Fisher", "wilcoxon": "Wilcoxon"}
+NUMERIC = re.compile(r"^([+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?%?[*†‡§]*|<1e-4|-|\d+/\d+|\[.*\]|>?[\d,]+|∞)$")
 
 
 @dataclass
@@ -193,22 +193,32 @@ def _markers(comparisons: pd.DataFrame, cell_id: str, measure: str, spec: Compar
 
 
 def comparison_table(data: RunData, comparisons: pd.DataFrame, dataset: str) -> Table:
-    """One dataset's comparisons with the baseline: delta, 95% bootstrap CI, Cohen's d, corrected p per test
-    (bold when significant); a "missing" column (baseline/system) only when a query was missing."""
+    """One dataset's comparisons with the baseline: delta with its 95% t and BCa intervals, d_z, corrected p
+    per test (bold when significant) and the first test's Benjamini-Hochberg p; whether the three tests agree
+    at alpha ("differ" in bold when not); the minimum detectable effect, the queries ``min_effect`` needs and
+    the "n.s., underpowered" flag; a "missing" column (baseline/system) only when a query was missing."""
     spec = data.spec
     rows = comparisons[comparisons["dataset"] == dataset]
     missing = bool((rows["missing_in_baseline"] > 0).any() or (rows["missing_in_system"] > 0).any())
-    header = ["system", "measure", "delta", "95% CI", "Cohen's d"]
-    header += [f"p {TEST_TITLES[t]} ({spec.correction})" for t in spec.tests] + (["missing"] if missing else [])
+    first = spec.tests[0]
+    header = ["system", "measure", "delta", "95% CI (t)", "95% CI (BCa)", "d_z"]
+    header += [f"p {TEST_TITLES[t]} ({spec.correction})" for t in spec.tests] + [f"p {TEST_TITLES[first]} (BH)"]
+    header += ["tests", "MDE", f"queries for ±{fmt(spec.min_effect, 2)}", "power"] + (["missing"] if missing else [])
     table = Table(header=header, rows=[])
     results = data.results[data.results["dataset"] == dataset]
     for _, row in rows.iterrows():
         cells = [system_cell(data, results, str(row["system"])), row["measure"], fmt_delta(row["delta"])]
-        cells += [fmt_ci(row["ci_low"], row["ci_high"]), fmt(row["cohens_d"], 2)]
+        cells += [fmt_ci(row["t_low"], row["t_high"], 3), fmt_ci(row["ci_low"], row["ci_high"], 3)]
+        cells.append(fmt(row["cohens_d"], 2))
         for test in spec.tests:
             cells.append(fmt_p(row[f"p_{test}_adj"]))
             if row[f"significant_{test}"]:
                 table.bold.add((len(table.rows), len(cells) - 1))
+        cells.append(fmt_p(row[f"p_{first}_bh"]))
+        cells.append("agree" if row["tests_agree"] else DIFFER)
+        if not row["tests_agree"]:
+            table.bold.add((len(table.rows), len(cells) - 1))
+        cells += [fmt(row["mde"], 3), fmt_count(row["queries_needed"]), UNDERPOWERED if row["underpowered"] else ""]
         if missing:
             cells.append(f"{row['missing_in_baseline']}/{row['missing_in_system']}")
         table.rows.append(cells)

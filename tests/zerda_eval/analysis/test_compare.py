@@ -36,8 +36,10 @@ def test_parse_analysis_reads_everything_and_defaults():
     [
         ({"compare": {"basline": "bm25"}}, "did you mean 'baseline'"),
         ({"compare": {"correction": "holms"}}, "did you mean 'holm'"),
-        ({"compare": {"tests": ["wilcoxon"]}}, "allowed: fisher, t-test"),
+        ({"compare": {"tests": ["sign"]}}, "allowed: fisher, t-test, wilcoxon"),
         ({"compare": {"alpha": 5}}, "alpha must be"),
+        ({"compare": {"min_effect": -0.1}}, "min_effect must be a positive number"),
+        ({"compare": {"power": 1.5}}, "power must be a number between 0 and 1"),
         ({**DOC, "compare": {"baseline": "bm2"}}, "did you mean 'bm25'"),
         ({"study": {"rrf_ordr": {}}}, "did you mean 'rrf_order'"),
         ({**DOC, "study": {"rrf_order": {"system": "hybird"}}}, "did you mean 'hybrid'"),
@@ -118,3 +120,36 @@ def test_kendall_tau_top_by_hand():
     # d is missing from the second list: it ties at rank len + 1 = 3 there
     tau = kendall_tau_top(["a", "d", "b"], ["a", "b"], depth=3)
     assert tau == pytest.approx(stats.kendalltau([1, 2, 3], [1, 3, 2]).statistic)
+
+
+def test_every_comparison_carries_effects_agreement_and_power_from_scipy_and_statsmodels():
+    from statsmodels.stats.multitest import multipletests
+    from statsmodels.stats.power import TTestPower
+
+    rng = np.random.default_rng(21)
+    base = {f"q{i}": float(v) for i, v in enumerate(rng.random(30))}
+    systems = {
+        name: {q: v + shift + rng.normal(0, 0.1) for q, v in base.items()}
+        for name, shift in (("a", 0.08), ("b", 0.01), ("c", -0.03))
+    }
+    results, per_query = frames({("d", "bm25"): base, **{("d", name): values for name, values in systems.items()}})
+    spec = CompareSpec(baseline="bm25", tests=("t-test", "fisher"), correction="holm", min_effect=0.02)
+    table = compare.compare_to_baseline(results, per_query, spec).set_index("system")
+    qids = sorted(base)
+    raw = {}
+    for name, values in systems.items():
+        delta = np.array([values[q] - base[q] for q in qids])
+        row = table.loc[name]
+        assert row["p_wilcoxon"] == pytest.approx(stats.wilcoxon(delta).pvalue)
+        half = stats.t.ppf(0.975, 29) * delta.std(ddof=1) / np.sqrt(30)
+        assert (row["t_low"], row["t_high"]) == pytest.approx((delta.mean() - half, delta.mean() + half))
+        bca = stats.bootstrap((delta,), np.mean, method="BCa", n_resamples=2000, rng=spec.seed).confidence_interval
+        assert (row["ci_low"], row["ci_high"]) == pytest.approx((bca.low, bca.high))
+        mde = TTestPower().solve_power(nobs=30, alpha=0.05, power=0.8) * delta.std(ddof=1)
+        assert row["mde"] == pytest.approx(mde)
+        decisions = {row[f"p_{test}"] < 0.05 for test in ("t-test", "fisher", "wilcoxon")}
+        assert row["tests_agree"] == (len(decisions) == 1)
+        assert row["underpowered"] == (not row["significant_t-test"] and mde > 0.02)
+        raw[name] = row["p_t-test"]
+    fdr = multipletests(list(raw.values()), method="fdr_bh")[1]
+    assert [table.loc[name, "p_t-test_bh"] for name in raw] == pytest.approx(list(fdr))

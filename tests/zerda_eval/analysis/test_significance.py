@@ -74,14 +74,36 @@ def test_randomization_agrees_with_ranx_fisher_test():
 def test_holm_by_hand():
     p = [0.01, 0.04, 0.03, 0.005]
     # sorted: 0.005*4=0.02, 0.01*3=0.03, 0.03*2=0.06, 0.04*1=0.04 -> monotone max -> 0.06
-    assert sig.holm(p).tolist() == pytest.approx([0.03, 0.06, 0.06, 0.02])
-    assert sig.holm([0.5, 0.9]).tolist() == pytest.approx([1.0, 1.0])
+    assert sig.correct(p, "holm").tolist() == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert sig.correct([0.5, 0.9], "holm").tolist() == pytest.approx([1.0, 1.0])
+
+
+def test_benjamini_hochberg_by_hand():
+    p = [0.01, 0.04, 0.03, 0.005]
+    # sorted 0.005, 0.01, 0.03, 0.04: p * m / rank = 0.02, 0.02, 0.04, 0.04; step-up minimum from the top
+    assert sig.correct(p, "bh").tolist() == pytest.approx([0.02, 0.04, 0.04, 0.02])
+    assert sig.correct([0.2, 0.9], "bh").tolist() == pytest.approx([0.4, 0.9])
 
 
 def test_bonferroni_and_correct_skips_nan():
-    assert sig.bonferroni([0.01, 0.2, 0.5]).tolist() == pytest.approx([0.03, 0.6, 1.0])
+    assert sig.correct([0.01, 0.2, 0.5], "bonferroni").tolist() == pytest.approx([0.03, 0.6, 1.0])
     out = sig.correct([0.01, float("nan"), 0.02], "holm")
     assert out[0] == pytest.approx(0.02) and np.isnan(out[1]) and out[2] == pytest.approx(0.02)
+
+
+def test_wilcoxon_equals_scipy_and_is_one_without_differences():
+    rng = np.random.default_rng(8)
+    base, system = rng.random(25), rng.random(25)
+    assert sig.wilcoxon_test(base, system) == pytest.approx(stats.wilcoxon(system - base).pvalue)
+    # exact by enumeration on 6 differences: the signed-rank statistic over all 2^6 sign vectors
+    delta = np.array([0.1, -0.2, 0.3, 0.4, 0.5, 0.65])
+    ranks = stats.rankdata(np.abs(delta))
+    observed = ranks[delta > 0].sum()
+    totals = [sum(r for r, s in zip(ranks, signs, strict=True) if s) for signs in itertools.product([0, 1], repeat=6)]
+    centre = ranks.sum() / 2
+    exact = np.mean([abs(t - centre) >= abs(observed - centre) for t in totals])
+    assert sig.wilcoxon_test(np.zeros(6), delta) == pytest.approx(exact)
+    assert sig.wilcoxon_test(base, base) == 1.0
 
 
 def test_cohens_d_paired_by_hand():
@@ -101,3 +123,11 @@ def test_bootstrap_ci_contains_the_mean_and_shrinks_with_n():
     assert hi_l - lo_l < hi_s - lo_s
     # the standard error of the mean, from the normal approximation: width ~ 2 * 1.96 * sd / sqrt(n)
     assert hi_l - lo_l == pytest.approx(2 * 1.96 * large.std(ddof=1) / np.sqrt(2000), rel=0.15)
+
+
+def test_t_test_equals_ranx_paired_student_t_test():
+    from ranx.statistical_tests import paired_student_t_test
+
+    rng = np.random.default_rng(12)
+    base, system = rng.random(40), rng.random(40)
+    assert sig.paired_t_test(base, system) == pytest.approx(paired_student_t_test(base, system)[0])

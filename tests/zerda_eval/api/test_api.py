@@ -296,6 +296,21 @@ def test_results_compare_validates_its_arguments_like_the_file(tmp_path):
     assert set(against_bm25["system"]) == {"overlap", "pyserini", "rrf"}
     with pytest.raises(ConfigError, match="did you mean 'holm'"):
         reloaded.compare(correction="holms")
+    # effects, agreement and power are columns of the same frame; BH beside the configured correction
+    wide = reloaded.compare(baseline="bm25", correction="bh", tests=["wilcoxon"], min_effect=0.1)
+    for column in ("t_low", "ci_high", "p_t-test", "p_fisher", "p_wilcoxon_adj", "p_wilcoxon_bh", "tests_agree"):
+        assert column in wide.columns
+    assert (wide["p_wilcoxon_adj"] == wide["p_wilcoxon_bh"]).all()
+    assert wide["underpowered"].tolist() == [
+        not significant and mde > 0.1
+        for significant, mde in zip(wide["significant_wilcoxon"], wide["mde"], strict=True)
+    ]
+    grid = reloaded.grid("ndcg@10")
+    ranks = grid["ranks"]
+    assert set(ranks["system"]) == set(reloaded.table["system"])
+    assert ranks["p_best"].sum() == pytest.approx(1.0)  # per dataset: one dataset here
+    assert len(grid["pairs"]) == len(ranks) * (len(ranks) - 1) // 2
+    assert list(grid["anova"]["source"]) == ["system", "topic", "residual"]
     with pytest.raises(ConfigError, match="did you mean 'overlap'"):
         reloaded.run("overlp")
 

@@ -24,6 +24,8 @@ PLOTS = [
     "sweep_weights_ndcg_10",
     "sweep_vector_weight_ndcg_10",
     "rrf_order_delta",
+    *[f"effects_{d}_ndcg_10" for d in DATASETS],
+    *[f"ranks_{d}_ndcg_10" for d in DATASETS],
 ]
 
 

@@ -4,11 +4,13 @@ Configured by ``[study.rrf_order]`` (``system``: a ``[[systems]]`` entry with an
 axis holding both orders; ``depth``: the top-k whose changes are counted). It pairs the cells of that
 system that differ only in ``rrf_order`` and reports, per pair and per dataset, fixed minus
 as-documented: mean delta with a bootstrap CI and corrected p-values, the share of queries whose
-top-k changed and Kendall's tau between the two rankings, and beside the delta in the harness's tie
-order the tie-aware delta (the difference of the cells' expected values over every order of tied
-documents, ``evaluation.tie_aware``): a delta that tied documents alone make is not a finding. Per
-dataset, the per-query deltas are averaged over the pairs (settings) and tested once, so each dataset
-gets one headline delta and p-value; corrections run over all pairs (per test) and over all datasets (per test).
+top-k changed, Kendall's tau and rank-biased overlap between the two rankings, and what a reviewer asks
+beside a p-value (``compare.test_pair``: t and BCa intervals, d_z, the three tests' agreement, the minimum
+detectable effect and the under-powered flag); beside the delta in the harness's tie order, the tie-aware
+delta (the difference of the cells' expected values over every order of tied documents,
+``evaluation.tie_aware``): a delta that tied documents alone make is not a finding. Per dataset, the
+per-query deltas are averaged over the pairs (settings) and tested once, so each dataset gets one headline
+delta and p-value; corrections run over all pairs (per test) and over all datasets (per test).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import pandas as pd
 
 from retrieval.zerda.config import AS_DOCUMENTED, FIXED
 from zerda_eval.analysis import significance as sig
-from zerda_eval.analysis.agreement import TOP_DEPTH, ranking_agreement
+from zerda_eval.analysis.agreement import RBO_PERSISTENCE, TOP_DEPTH, mean_rbo, ranking_agreement
 from zerda_eval.analysis.compare import (
     CompareSpec,
     cells_of,
@@ -35,7 +37,7 @@ from zerda_eval.analysis.compare import (
     measure_columns,
     test_pair,
 )
-from zerda_eval.analysis.formatting import fmt, fmt_ci, fmt_delta, fmt_p
+from zerda_eval.analysis.formatting import DIFFER, UNDERPOWERED, fmt, fmt_ci, fmt_delta, fmt_p
 from zerda_eval.analysis.studies.base import FinishedRun, StudyFigure, StudySection
 from zerda_eval.checks import check_keys
 from zerda_eval.config.tuning import TUNED
@@ -152,6 +154,7 @@ def compute(settings: Settings, finished: FinishedRun) -> StudyData | None:
         documented = read_cell_run(finished.run_dir, pair[AS_DOCUMENTED])
         fixed = read_cell_run(finished.run_dir, pair[FIXED])
         changed, tau = ranking_agreement(documented, fixed, settings.depth)
+        overlap = mean_rbo(documented, fixed, settings.depth)
         for measure in measures:
             if (pair[AS_DOCUMENTED], measure) not in lookup:  # not measured on this dataset
                 continue
@@ -162,7 +165,7 @@ def compute(settings: Settings, finished: FinishedRun) -> StudyData | None:
                 )
             rows.append(
                 dict(pair)
-                | {"measure": measure, "top_changed_share": changed, "kendall_tau": tau}
+                | {"measure": measure, "top_changed_share": changed, "kendall_tau": tau, "rbo": overlap}
                 | {
                     "tie_aware_delta": _expected(by_cell, pair[FIXED], measure)
                     - _expected(by_cell, pair[AS_DOCUMENTED], measure)
@@ -183,6 +186,7 @@ def compute(settings: Settings, finished: FinishedRun) -> StudyData | None:
                 "settings": len(series),
                 "top_changed_share": float(primary["top_changed_share"].mean()),
                 "kendall_tau": float(primary["kendall_tau"].mean()),
+                "rbo": float(primary["rbo"].mean()),
                 "significant_settings": int(primary[f"significant_{spec.tests[0]}"].sum()),
                 "tie_aware_delta": float(primary["tie_aware_delta"].mean()),
             }
@@ -190,7 +194,7 @@ def compute(settings: Settings, finished: FinishedRun) -> StudyData | None:
         )
     per_dataset = correct_family(pd.DataFrame(datasets).assign(measure=measures[0]), "measure", spec)
     tuned = table[(table["measure"] == measures[0]) & table["setting"].map(is_tuned)].reset_index(drop=True)
-    text = verdict(per_dataset, measures[0], spec, settings.depth, tuned)
+    text = verdict(per_dataset, measures[0], spec, settings.depth, tuned) + " " + reviewer_verdict(per_dataset, spec)
     return StudyData(table, per_dataset, text, measures[0], settings.depth, tuned)
 
 
@@ -219,7 +223,8 @@ def run(settings: Settings, finished: FinishedRun) -> StudySection | None:
     figure = StudyFigure(
         "rrf_order_delta",
         f"{data.measure}: fixed minus as_documented per dataset, beside the share of queries whose top-"
-        f"{settings.depth} changed and Kendall's tau between the two rankings.",
+        f"{settings.depth} changed, Kendall's tau and rank-biased overlap (RBO, p = {RBO_PERSISTENCE}) between the "
+        "two rankings.",
         lambda label: _delta_figure(data, label),
     )
     return StudySection(
@@ -293,11 +298,13 @@ def _tables(data: StudyData, spec: CompareSpec, depth: int) -> tuple[pd.DataFram
                 "settings": str(row["settings"]),
                 f"mean delta {data.measure}": fmt_delta(row["delta"]),
                 "tie-aware delta": _fmt_recorded(row["tie_aware_delta"]),
-                "95% CI": fmt_ci(row["ci_low"], row["ci_high"]),
+                "95% CI (BCa)": fmt_ci(row["ci_low"], row["ci_high"], 3),
+                "95% CI (t)": fmt_ci(row["t_low"], row["t_high"], 3),
                 f"p ({test}, {spec.correction})": fmt_p(row[f"p_{test}_adj"]),
                 "significant settings": f"{row['significant_settings']}/{row['settings']}",
                 f"top-{depth} changed": f"{row['top_changed_share']:.1%}",
                 "Kendall tau": f"{row['kendall_tau']:.3f}",
+                **_reviewer_columns(row, spec),
             }
             for _, row in data.datasets.iterrows()
         ]
@@ -318,6 +325,7 @@ def _tables(data: StudyData, spec: CompareSpec, depth: int) -> tuple[pd.DataFram
                 **{f"p ({t}, {spec.correction})": fmt_p(row[f"p_{t}_adj"]) for t in spec.tests},
                 f"top-{depth} changed": f"{row['top_changed_share']:.1%}",
                 "Kendall tau": f"{row['kendall_tau']:.3f}",
+                **_reviewer_columns(row, spec),
             }
             for _, row in primary.iterrows()
         ]
@@ -336,9 +344,46 @@ def _tuned_table(data: StudyData, spec: CompareSpec) -> pd.DataFrame:
                 "delta": fmt_delta(row["delta"]),
                 "95% CI": fmt_ci(row["ci_low"], row["ci_high"]),
                 **{f"p ({t}, {spec.correction})": fmt_p(row[f"p_{t}_adj"]) for t in spec.tests},
+                **_reviewer_columns(row, spec),
             }
             for _, row in data.tuned.iterrows()
         ]
+    )
+
+
+def _reviewer_columns(row: pd.Series, spec: CompareSpec) -> dict[str, str]:
+    """What a reviewer asks of one comparison beside its p-value: RBO (when ranked lists were compared), d_z,
+    whether the three tests agree at alpha, the minimum detectable effect and the under-powered flag."""
+    columns = {"RBO": f"{row['rbo']:.3f}"} if "rbo" in row else {}
+    return columns | {
+        "d_z": fmt(row["cohens_d"], 2),
+        "tests": "agree" if row["tests_agree"] else DIFFER,
+        "MDE": fmt(row["mde"], 3),
+        "power": UNDERPOWERED if row["underpowered"] else "",
+    }
+
+
+def reviewer_verdict(datasets: pd.DataFrame, spec: CompareSpec) -> str:
+    """Three sentences on the per-dataset deltas: the rankings' overlap (RBO), do the tests agree, and could a
+    non-significant result have been significant at all (power)."""
+    differ = datasets[~datasets["tests_agree"]]
+    weak = datasets[datasets["underpowered"]]
+    overlap = f"The mean rank-biased overlap of the two rankings is {datasets['rbo'].mean():.3f} (1 = same lists)."
+    agreement = (
+        overlap
+        + " "
+        + (
+            "The t-test, Wilcoxon and randomisation tests agree at alpha on every dataset."
+            if differ.empty
+            else f"The t-test, Wilcoxon and randomisation tests disagree at alpha on {', '.join(differ['dataset'])}."
+        )
+    )
+    if weak.empty:
+        return f"{agreement} No non-significant dataset is under-powered for a change of {spec.min_effect:g}."
+    return (
+        f"{agreement} Not significant AND under-powered (the change these queries could detect with power "
+        f"{spec.power:g} exceeds {spec.min_effect:g}): {', '.join(weak['dataset'])}; there, no effect was "
+        "found, but none of that size could have been."
     )
 
 
@@ -360,7 +405,7 @@ def _delta_figure(data: StudyData, label: Callable[[str], str]) -> Any:
     pairs = data.pairs[data.pairs["measure"] == data.measure]
     y = np.arange(len(datasets))
     fig, axes = plt.subplots(
-        1, 3, figsize=(9.5, 0.45 * len(datasets) + 1.6), sharey=True, layout="constrained", width_ratios=[1.4, 1, 1]
+        1, 4, figsize=(9.5, 0.45 * len(datasets) + 1.6), sharey=True, layout="constrained", width_ratios=[1.4, 1, 1, 1]
     )
     delta = datasets["delta"].to_numpy()
     xerr = np.vstack([delta - datasets["ci_low"].to_numpy(), datasets["ci_high"].to_numpy() - delta])
@@ -381,8 +426,9 @@ def _delta_figure(data: StudyData, label: Callable[[str], str]) -> Any:
     shares = datasets["top_changed_share"].to_numpy() * 100
     taus = datasets["kendall_tau"].to_numpy()
     for ax, values, xlabel, limit, text in (
-        (axes[1], shares, f"top-{data.depth} changed (% of queries)", 100.0, "{:.0f}%"),
-        (axes[2], taus, f"Kendall tau, top-{data.depth} (1 = same)", 1.0, "{:.2f}"),
+        (axes[1], shares, f"top-{data.depth} changed\n(% of queries)", 100.0, "{:.0f}%"),
+        (axes[2], taus, f"Kendall tau, top-{data.depth}\n(1 = same)", 1.0, "{:.2f}"),
+        (axes[3], datasets["rbo"].to_numpy(), f"RBO, top-{data.depth}\n(1 = same)", 1.0, "{:.2f}"),
     ):
         ax.barh(y, values, 0.6, color="#8172b2")
         for i, value in enumerate(values):

@@ -1,0 +1,53 @@
+"""Effect intervals and power against scipy and statsmodels, and against the formulas they solve."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from zerda_eval.analysis import effects, power
+
+
+def test_t_interval_is_the_textbook_interval():
+    delta = np.array([0.1, -0.05, 0.2, 0.0, 0.15, 0.05])
+    half = stats.t.ppf(0.975, 5) * delta.std(ddof=1) / np.sqrt(6)
+    assert effects.t_interval(delta) == pytest.approx((delta.mean() - half, delta.mean() + half))
+
+
+def test_bca_interval_equals_scipy_and_covers_the_mean():
+    delta = np.random.default_rng(3).normal(0.03, 0.2, 60)
+    reference = stats.bootstrap((delta,), np.mean, method="BCa", n_resamples=2000, rng=5).confidence_interval
+    assert effects.bca_interval(delta, seed=5) == pytest.approx((reference.low, reference.high))
+    low, high = effects.bca_interval(delta)
+    assert low < delta.mean() < high
+    # the BCa and t intervals estimate the same spread: widths agree within bootstrap noise
+    t_low, t_high = effects.t_interval(delta)
+    assert high - low == pytest.approx(t_high - t_low, rel=0.15)
+
+
+def test_degenerate_differences_give_a_point_or_nothing():
+    assert effects.bca_interval(np.full(5, 0.1)) == pytest.approx((0.1, 0.1))
+    assert effects.t_interval(np.zeros(4)) == (0.0, 0.0)
+    assert all(np.isnan(effects.t_interval(np.array([0.3]))))
+
+
+def test_minimum_detectable_effect_has_the_asked_power():
+    n, sd, alpha = 50, 0.2, 0.05
+    mde = power.minimum_detectable_effect(n, sd, alpha)
+    # the power of the two-sided one-sample t-test at that effect, from the non-central t by hand
+    critical = stats.t.ppf(1 - alpha / 2, n - 1)
+    noncentrality = mde / sd * np.sqrt(n)
+    achieved = stats.nct.sf(critical, n - 1, noncentrality) + stats.nct.cdf(-critical, n - 1, noncentrality)
+    assert achieved == pytest.approx(0.8, abs=1e-6)
+    assert power.minimum_detectable_effect(200, sd, alpha) < mde  # more queries, smaller detectable effect
+
+
+def test_queries_needed_is_the_smallest_n_with_the_power():
+    from statsmodels.stats.power import TTestPower
+
+    effect, sd, alpha = 0.05, 0.2, 0.05
+    n = int(power.queries_needed(effect, sd, alpha))
+    assert TTestPower().power(effect / sd, n, alpha) >= 0.8 > TTestPower().power(effect / sd, n - 1, alpha)
+    assert power.queries_needed(0.5, 0.01, alpha) == 2
+    assert power.queries_needed(0.0, 0.1, alpha) == np.inf
