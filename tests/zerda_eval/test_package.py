@@ -11,9 +11,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _python(code: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
-    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, env=env)
     return done.stdout.strip()
 
 
