@@ -214,7 +214,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.only:
         experiment = experiment.only(args.only)
     try:
-        results = experiment.run(scheduler=scheduler, force=args.force, progress=sys.stderr.isatty())
+        with _no_library_bars():
+            results = experiment.run(scheduler=scheduler, force=args.force, progress=sys.stderr.isatty())
         print(_summary(results.table, _measures(args.measures, results.table)))
         print(f"\n{results.reused} cell{'' if results.reused == 1 else 's'} reused, {results.computed} computed")
         print(f"runs: {experiment.output_dir}")
@@ -235,7 +236,7 @@ def _prepare(args: argparse.Namespace) -> int:
     from zerda_eval.api import Experiment
 
     experiment = Experiment.from_toml(args.config)
-    with _no_progress_bars():  # ir_datasets draws one per docstore it builds: each step is one line of ours
+    with _no_library_bars():  # each step is one line of ours
         seconds = experiment.prepare()
     print("prepared: " + ", ".join(f"{step} {value:.1f} s" for step, value in seconds.items()))
     return EXIT_OK
@@ -315,24 +316,35 @@ def _scheduler(args: argparse.Namespace) -> Scheduler:
 def _datasets(args: argparse.Namespace) -> int:
     from zerda_eval.datasets import list_datasets
 
-    with _no_progress_bars():
+    with _no_library_bars():
         table = list_datasets()
     print(aligned(table))
     return EXIT_OK
 
 
 @contextlib.contextmanager
-def _no_progress_bars() -> Iterator[None]:
-    """Every tqdm bar disabled inside: ir_datasets draws one per docstore it builds on first use, which would
-    come before the table. tqdm reads ``TQDM_DISABLE`` only when imported (already done), hence the patch."""
-    import tqdm
+def _no_library_bars() -> Iterator[None]:
+    """ir_datasets' progress bars off inside (it draws one per docstore it builds on a dataset's first use, before
+    our table or between our lines); ours stay. ir_datasets takes its tqdm from ``lazy_libs``' cache: a module
+    whose ``tqdm`` is always disabled goes there while the block runs."""
+    import types
 
-    original = tqdm.tqdm.__init__
-    tqdm.tqdm.__init__ = functools.partialmethod(original, disable=True)
+    import tqdm
+    from ir_datasets import lazy_libs
+
+    class Quiet(tqdm.tqdm):
+        def __init__(self, *args: Any, **kwargs: Any):
+            super().__init__(*args, **{**kwargs, "disable": True})
+
+    previous = lazy_libs._cache.get("tqdm")
+    lazy_libs._cache["tqdm"] = types.SimpleNamespace(tqdm=Quiet)
     try:
         yield
     finally:
-        tqdm.tqdm.__init__ = original
+        if previous is None:
+            lazy_libs._cache.pop("tqdm", None)
+        else:
+            lazy_libs._cache["tqdm"] = previous
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -203,3 +203,28 @@ def test_datasets_columns_are_apart_and_text_left_aligned():
         "a     1,400  x, y files  l m",
         "bbb       5  z           n",
     ]
+
+
+def test_a_run_on_a_fresh_ir_datasets_home_shows_no_library_progress_bar(tmp_path):
+    # ir_datasets builds cranfield's docstore on its first use and draws a tqdm bar for it unless silenced
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    config = tmp_path / "bars.toml"
+    config.write_text(
+        '[experiment]\nname = "bars"\nmeasures = ["ndcg@10"]\n[[datasets]]\nid = "cranfield"\nmax_queries = 5\n'
+        '[[systems]]\nname = "bm25"\nfamily = "zerda.keyword"\n',
+        encoding="utf-8",
+    )
+    env = {**os.environ, "IR_DATASETS_HOME": str(tmp_path / "ir_datasets"), "PYTHONPATH": str(root)}
+    env.pop("TQDM_DISABLE", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "zerda_eval", "run", str(config), "--no-report"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "it/s" not in done.stderr and "%|" not in done.stderr, done.stderr
+    assert "0 cells reused, 1 computed" in done.stdout
