@@ -18,10 +18,10 @@ The in-memory calls of ranx and ir_measures users (``zerda_eval.inmemory``, the 
     read_run, write_run, read_qrels, write_qrels   TREC, ranx JSON and Parquet files
     ZerdaEvalError   the base of every one-line error the harness raises
 
-Importing the package registers the bundled collections with ``ir_datasets`` (so that
-``ir_datasets.load("quranqa23/taskA/dev")`` works after ``import zerda_eval``). When ir_datasets'
-cache folder cannot be used, that waits: the first use of ``zerda_eval.datasets`` raises its one-line
-``DatasetError`` (the CLI shows it), instead of ``import zerda_eval`` failing.
+After ``import zerda_eval``, ``ir_datasets.load("quranqa23/taskA/dev")`` works: our collections are
+registered with ``ir_datasets`` when it is imported (at once if it already is), not by this import, which
+stays light (numpy, pandas and ir_datasets load on first use). When ir_datasets' cache folder cannot be
+used, the first use of ``zerda_eval.datasets`` raises its one-line ``DatasetError`` (the CLI shows it).
 
 When this process is the ``zerda-eval`` command, a Ctrl-C during start-up (these imports take a
 second or more) is held until ``cli.main`` asks ``startup_interrupted()``, which turns it into the
@@ -31,6 +31,8 @@ CLI's one-line "interrupted" exit instead of a traceback from inside an import.
 __version__ = "0.1.0"
 
 import importlib
+import importlib.abc
+import importlib.util
 import itertools
 import os
 import signal
@@ -69,8 +71,38 @@ from zerda_eval.faults import fault_point  # noqa: E402
 
 fault_point("at-startup")  # tests: ZERDA_EVAL_FAULT=interrupt-at-startup
 
-with suppress(DatasetError):
-    from zerda_eval import datasets as _datasets  # noqa: F401  (registers the ir_datasets ids)
+
+def _register_datasets() -> None:
+    """Import ``zerda_eval.datasets``, which registers our ids with ``ir_datasets.registry``."""
+    with suppress(DatasetError):
+        importlib.import_module("zerda_eval.datasets")
+
+
+class _RegisterAfterImport(importlib.abc.MetaPathFinder):
+    """Registers our datasets right after the first ``import ir_datasets``, then leaves ``sys.meta_path``."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != "ir_datasets":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        execute = spec.loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            execute(module)
+            sys.modules[fullname] = module  # the import system sets it after exec_module: registration needs it
+            _register_datasets()
+
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+if "ir_datasets" in sys.modules:
+    _register_datasets()
+elif not any(isinstance(finder, _RegisterAfterImport) for finder in sys.meta_path):
+    sys.meta_path.insert(0, _RegisterAfterImport())
 
 _PUBLIC = {
     "Experiment": "zerda_eval.api",

@@ -25,6 +25,7 @@ from zerda_eval.analysis.grid import analyse_grid
 from zerda_eval.analysis.settings import AnalysisSettings, parse_analysis
 from zerda_eval.config.experiment import ExperimentSpec, load_experiment, resolve_experiment
 from zerda_eval.errors import ConfigError, unknown_value_message
+from zerda_eval.execution.cell import CellResult
 from zerda_eval.execution.executors import Scheduler, open_executor
 from zerda_eval.execution.runner import run_experiment
 from zerda_eval.fusion import FUSION_METHODS
@@ -133,9 +134,18 @@ class Experiment:
         ``scheduler``: ``None`` / ``"serial"`` (this process), ``"local:N"`` (Dask, N workers) or
         ``"tcp://HOST:PORT"``. Interrupted runs resume: finished cells are reused, by content hash.
         """
+        counts = {True: 0, False: 0}  # reused -> cells
+
+        def count(outcome: CellResult) -> None:
+            counts[outcome.reused] += 1
+
         with open_executor(scheduler or "serial") as executor:
-            run_experiment(self.spec, force=force, progress=progress, executor=executor, systems=self.systems)
-        return Results(self.output_dir)
+            run_experiment(
+                self.spec, force=force, progress=progress, on_cell=count, executor=executor, systems=self.systems
+            )
+        results = Results(self.output_dir)
+        results.reused, results.computed = counts[True], counts[False]
+        return results
 
     def prepare(self) -> dict[str, float]:
         """Read the datasets, make the models' stored files and compile the kernels a first run would
@@ -164,6 +174,9 @@ class Results:
         self.config: dict[str, Any] = read_experiment_json(self.run_dir)["config"]
         self.table, self.per_query = read_tables(self.run_dir)
         self.analysis = parse_analysis(self.config, str(self.run_dir / EXPERIMENT_FILE))
+        # the cells this process's ``Experiment.run`` reused and computed (None for a run directory loaded)
+        self.reused: int | None = None
+        self.computed: int | None = None
 
     @classmethod
     def load(cls, run_dir: str | Path) -> Results:

@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import functools
 import logging
+import numbers
 import os
 import signal
 import sys
@@ -35,8 +36,7 @@ from zerda_eval.errors import (
     ZerdaEvalWarning,
     unknown_value_message,
 )
-from zerda_eval.evaluation.efficiency import NOT_MEASURED
-from zerda_eval.evaluation.measures import DEFAULT_MEASURES
+from zerda_eval.evaluation.efficiency import EFFICIENCY_COLUMNS, NOT_MEASURED
 from zerda_eval.report.formats import DEFAULT_FORMATS as DEFAULT_REPORT_FORMATS
 from zerda_eval.report.formats import FORMATS as REPORT_FORMATS
 
@@ -49,13 +49,16 @@ SUMMARY_COSTS = ("index_time_s", "latency_p50_ms", "qps")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser; the global options (``-v``) are accepted before or after the subcommand."""
     parser = argparse.ArgumentParser(prog="zerda-eval", description="Evaluate hybrid retrieval systems.")
     parser.add_argument("--version", action="version", version=f"zerda-eval {__version__}")
-    parser.add_argument(
-        "-v", "--verbose", action="store_true", help="show the libraries' log lines (downloads, warnings)"
-    )
+    verbose_help = "show the libraries' log lines (downloads, warnings)"
+    parser.add_argument("-v", "--verbose", action="store_true", help=verbose_help)
+    common = argparse.ArgumentParser(add_help=False)  # the same option after the subcommand; SUPPRESS: no default
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=verbose_help)
     commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="run the grid of an experiment file")
+    add = functools.partial(commands.add_parser, parents=[common])
+    run = add("run", help="run the grid of an experiment file")
     run.add_argument("config", type=Path, help="experiment TOML file")
     run.add_argument(
         "--force",
@@ -72,16 +75,21 @@ def build_parser() -> argparse.ArgumentParser:
         "tcp://HOST:PORT (a running Dask scheduler; needs zerda-eval[dask])",
     )
     run.add_argument("--no-report", action="store_true", help="skip writing reports/<experiment>/")
-    prepare = commands.add_parser(
+    run.add_argument(
+        "--measures",
+        metavar="M,M",
+        help="the measures of the printed table, comma-separated (default: every measure of the experiment)",
+    )
+    prepare = add(
         "prepare",
         help="make what a machine's first run of an experiment makes once: its datasets read, its models' "
         "stored files, the compiled kernels (the run stays cold: no cell, vector or index is stored)",
     )
     prepare.add_argument("config", type=Path, help="experiment TOML file")
-    commands.add_parser("datasets", help="list the bundled datasets")
-    systems = commands.add_parser("systems", help="list every system family and fusion method with its parameters")
+    add("datasets", help="list the bundled datasets")
+    systems = add("systems", help="list every system family and fusion method with its parameters")
     systems.add_argument("name", nargs="?", help="one family or fusion method (default: all)")
-    report = commands.add_parser("report", help="write the report of a run directory")
+    report = add("report", help="write the report of a run directory")
     report.add_argument("run_dir", type=Path)
     report.add_argument("--out", type=Path, help="report directory (default reports/<run dir name>)")
     report.add_argument(
@@ -206,13 +214,18 @@ def _run(args: argparse.Namespace) -> int:
     if args.only:
         experiment = experiment.only(args.only)
     try:
-        results = experiment.run(scheduler=scheduler, force=args.force, progress=sys.stderr.isatty())
-        print(_summary(results.table))
-        print(f"\nruns: {experiment.output_dir}")
-        if not args.no_report and not args.only:
-            report_dir = Path("reports") / experiment.name
-            rebuild = f"zerda-eval report {experiment.output_dir}"
-            print(f"report: {_write_report(results, report_dir, rebuild)}")
+        with _no_library_bars():
+            results = experiment.run(scheduler=scheduler, force=args.force, progress=sys.stderr.isatty())
+        print(_summary(results.table, _measures(args.measures, results.table)))
+        print(f"\n{results.reused} cell{'' if results.reused == 1 else 's'} reused, {results.computed} computed")
+        print(f"runs: {experiment.output_dir}")
+        rebuild = f"zerda-eval report {experiment.output_dir}"
+        if args.only:
+            print(f"report: not rewritten (--only runs part of the grid); write it with `{rebuild}`")
+        elif args.no_report:
+            print(f"report: not written (--no-report); write it with `{rebuild}`")
+        else:
+            print(f"report: {_write_report(results, Path('reports') / experiment.name, rebuild)}")
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # counting what is kept must not be cut short
         raise Interrupted(experiment.finished_cells()) from None
@@ -222,21 +235,55 @@ def _run(args: argparse.Namespace) -> int:
 def _prepare(args: argparse.Namespace) -> int:
     from zerda_eval.api import Experiment
 
-    seconds = Experiment.from_toml(args.config).prepare()
+    experiment = Experiment.from_toml(args.config)
+    with _no_library_bars():  # each step is one line of ours
+        seconds = experiment.prepare()
     print("prepared: " + ", ".join(f"{step} {value:.1f} s" for step, value in seconds.items()))
     return EXIT_OK
 
 
-def _summary(table: pd.DataFrame) -> str:
-    """The results table as printed: main measures and costs; costs not measured (a run file) say so,
+def _measures(choice: str | None, table: pd.DataFrame) -> list[str]:
+    """The measures to print: ``--measures`` (each one a column of the run), else every measure the run has."""
+    after_keys = table.columns[table.columns.get_loc("cell_id") + 1 :]  # results_table: keys, means, efficiency
+    present = [c for c in after_keys if c not in EFFICIENCY_COLUMNS]
+    if choice is None:
+        return present
+    chosen = [m.strip() for m in choice.split(",") if m.strip()]
+    for measure in chosen:
+        if measure not in present:
+            raise ConfigError(f"--measures: {unknown_value_message('measure of this run', measure, set(present))}")
+    return chosen
+
+
+def _summary(table: pd.DataFrame, measures: Sequence[str]) -> str:
+    """The results table as printed: ``measures`` and costs; costs not measured (a run file) say so,
     and a measure a dataset does not take (Qur'an QA's runs are cut at 10) is "-"."""
-    measures = [m for m in DEFAULT_MEASURES if m in table.columns]
     columns = ["dataset", "system", *measures, *SUMMARY_COSTS]
     shown = table[columns].astype(object)
     for column in columns[2:]:
         missing = NOT_MEASURED if column in SUMMARY_COSTS else "-"  # "-": a measure this dataset does not take
         shown[column] = [missing if pd.isna(v) else f"{v:.4f}" for v in table[column]]
-    return shown.to_string(index=False)
+    return aligned(shown)
+
+
+def aligned(table: pd.DataFrame) -> str:
+    """``table`` as text: a header line, text columns left-aligned, numbers right-aligned, two spaces between
+    columns (pandas' ``to_string`` right-aligns text and runs long text columns together)."""
+    rows = [[str(name) for name in table.columns]] + [
+        [f"{v:,}" if isinstance(v, numbers.Integral) else str(v) for v in row] for row in table.itertuples(index=False)
+    ]
+    numeric = [all(_is_number(row[i]) for row in rows[1:]) and len(rows) > 1 for i in range(len(table.columns))]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(table.columns))]
+    lines = [
+        "  ".join(c.rjust(w) if right else c.ljust(w) for c, w, right in zip(row, widths, numeric, strict=True))
+        for row in rows
+    ]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _is_number(text: str) -> bool:
+    """A printed number (``1,400``, ``0.2500``), or a placeholder in a numeric column ("-", "not measured")."""
+    return text in ("-", NOT_MEASURED) or text.replace(",", "").replace(".", "", 1).lstrip("-").isdigit()
 
 
 def _write_report(
@@ -269,24 +316,35 @@ def _scheduler(args: argparse.Namespace) -> Scheduler:
 def _datasets(args: argparse.Namespace) -> int:
     from zerda_eval.datasets import list_datasets
 
-    with _no_progress_bars():
+    with _no_library_bars():
         table = list_datasets()
-    print(table.to_string(index=False))
+    print(aligned(table))
     return EXIT_OK
 
 
 @contextlib.contextmanager
-def _no_progress_bars() -> Iterator[None]:
-    """Every tqdm bar disabled inside: ir_datasets draws one per docstore it builds on first use, which would
-    come before the table. tqdm reads ``TQDM_DISABLE`` only when imported (already done), hence the patch."""
-    import tqdm
+def _no_library_bars() -> Iterator[None]:
+    """ir_datasets' progress bars off inside (it draws one per docstore it builds on a dataset's first use, before
+    our table or between our lines); ours stay. ir_datasets takes its tqdm from ``lazy_libs``' cache: a module
+    whose ``tqdm`` is always disabled goes there while the block runs."""
+    import types
 
-    original = tqdm.tqdm.__init__
-    tqdm.tqdm.__init__ = functools.partialmethod(original, disable=True)
+    import tqdm
+    from ir_datasets import lazy_libs
+
+    class Quiet(tqdm.tqdm):
+        def __init__(self, *args: Any, **kwargs: Any):
+            super().__init__(*args, **{**kwargs, "disable": True})
+
+    previous = lazy_libs._cache.get("tqdm")
+    lazy_libs._cache["tqdm"] = types.SimpleNamespace(tqdm=Quiet)
     try:
         yield
     finally:
-        tqdm.tqdm.__init__ = original
+        if previous is None:
+            lazy_libs._cache.pop("tqdm", None)
+        else:
+            lazy_libs._cache["tqdm"] = previous
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -1,26 +1,17 @@
-"""The README's "From ranx / from ir_measures" example runs as written, in a temporary folder."""
+"""The guide's "From ranx / from ir_measures" example runs as written, in a temporary folder, and its nDCG@10 is
+trec_eval's."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytrec_eval
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def readme_inmemory_example() -> str:
-    text = README.read_text(encoding="utf-8")
-    match = re.search(r"<!-- readme-inmemory-example -->\n```python\n(.*?)```", text, re.S)
-    assert match, "README.md lost its in-memory example (marked <!-- readme-inmemory-example -->)"
-    return match.group(1)
+from tests.docs.doc_blocks import marked_python
 
 
 def test_the_readme_inmemory_example_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "readme_inmemory"}
-    exec(compile(readme_inmemory_example(), "README.md", "exec"), namespace)
+    exec(compile(marked_python("readme-inmemory-example"), "docs/guide.md", "exec"), namespace)
     assert (tmp_path / "fused.trec").is_file() and (tmp_path / "qrels.json").is_file()
     assert "| bm25 (baseline) |" in capsys.readouterr().out
     # its nDCG@10 is trec_eval's on the README's run as written (d5 and d8 tie: trec_eval puts d8 first)

@@ -36,6 +36,7 @@ def prepare(cells: Sequence[CellSpec], say: Callable[[str], None] = print) -> di
 
     seconds = {}
     since = time.perf_counter()
+    say(f"reading {len({cell.dataset for cell in cells})} dataset(s)")
     preload_datasets(cells)
     seconds["datasets"] = time.perf_counter() - since
     since = time.perf_counter()
@@ -44,6 +45,7 @@ def prepare(cells: Sequence[CellSpec], say: Callable[[str], None] = print) -> di
         _load_model(name, kwargs)
     seconds["models"] = time.perf_counter() - since
     since = time.perf_counter()
+    say("compiling the numba kernels (BM25, measures)")
     compile_kernels()
     seconds["kernels"] = time.perf_counter() - since
     return seconds

@@ -14,8 +14,10 @@ from __future__ import annotations
 import json
 import platform
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from zerda_eval.analysis import significance as sig
 from zerda_eval.analysis.best import best_configurations, fold_choices
@@ -27,10 +29,12 @@ from zerda_eval.analysis.power import queries_needed
 from zerda_eval.analysis.rank_stability import RESAMPLES
 from zerda_eval.analysis.studies import run_studies
 from zerda_eval.analysis.studies.base import FinishedRun
+from zerda_eval.errors import ZerdaEvalError
 from zerda_eval.evaluation.efficiency import NOT_MEASURED
 from zerda_eval.evaluation.tie_aware import TIE_SENSITIVE
+from zerda_eval.evaluation.measures import ANSWERABLE_PREFIX, parse_measure
 from zerda_eval.report import plots
-from zerda_eval.report.explorer import Explorer, explorer_block
+from zerda_eval.report.explorer import Explorer, dataset_collections, explorer_block
 from zerda_eval.report.tables import (
     MARKERS,
     TIE_MARKER,
@@ -133,16 +137,16 @@ def build_document(data: RunData, plot_dir: Path) -> list[Block]:
     labels = label_table(data)
     if labels is not None:
         blocks += [Paragraph("Grid cells are named by the parameters that vary between them:"), labels]
+    collections = dataset_collections(data)
     for dataset in data.datasets:
-        blocks += [
-            Heading(3, dataset),
-            metric_table(data, dataset, comparisons),
-            plots.metric_bars(data, dataset, plot_dir),
-        ]
+        blocks += [Heading(3, dataset), metric_table(data, dataset, comparisons)]
+        note = judged_note(dataset_measures(data, dataset), collections[dataset])
+        blocks += [Paragraph(note)] if note else []
+        blocks.append(plots.metric_bars(data, dataset, plot_dir))
     if not comparisons.empty:
         blocks += _comparisons(data, comparisons, plot_dir)
     blocks += _all_rows(data, plot_dir)
-    explorer = explorer_block(data)
+    explorer = explorer_block(data, collections)
     if explorer is not None:
         blocks += [Heading(2, "Per-query explorer"), explorer]
     blocks += _quality_latency(data, plot_dir)
@@ -424,3 +428,28 @@ def _appendix(data: RunData) -> list[Block]:
         Code(json.dumps(data.config, indent=2, sort_keys=True, default=str), "json"),
         Code("\n".join(lines)),
     ]
+
+
+def judged_note(measures: Sequence[str], collection: Any) -> str | None:
+    """Why Judged@k equals P@k on this dataset, when its judgements hold no judged non-relevant document: a judged
+    document in a top k is then a relevant one, so the two cannot differ (for runs of at least k documents)."""
+    if isinstance(collection, ZerdaEvalError):
+        return None
+    if any(grade <= 0 for docs in collection.qrels.values() for grade in docs.values()):
+        return None
+    parsed = [(name, parse_measure(name)) for name in measures if not name.startswith(ANSWERABLE_PREFIX)]
+    pairs = [
+        (judged, precision)
+        for judged, j in parsed
+        if j.family == "judged"
+        for precision, p in parsed
+        if p.family == "precision" and p.cutoff == j.cutoff and p.rel <= 1
+    ]
+    if not pairs:
+        return None
+    named = ", ".join(f"{judged} and {precision}" for judged, precision in pairs)
+    return (
+        f"{named} cannot differ here for a run that returns at least k documents: every judged document of this "
+        "dataset is relevant (its judgements hold no non-relevant one), so a judged document in a top k is a "
+        "relevant one."
+    )

@@ -3,26 +3,31 @@
 Where a researcher finds why a system wins: choose a dataset, a measure and two systems; the queries
 are listed by how much the second beats the first (largest difference first, either way), and opening
 one shows its text and both systems' top ``EXPLORER_TOP`` with each document's judgement (its grade,
-0 for judged non-relevant, "unjudged"). Everything is in the page (a JSON block read by a small script;
-no server, no external asset). The values are the cells' per-query values (``per_query.parquet``), the
-rankings their ``run.trec`` files; query texts and judgements come from the collection, loaded as the
-run loaded it. A dataset whose collection cannot be loaded here is left out with a note.
+0 for judged non-relevant, "unjudged"). The data is a script file beside report.html (``EXPLORER_FILE``,
+which sets ``window.zerdaExplorerData``: a ``<script src>`` loads over file://, where a fetch would be
+refused), read by a small script in the page; no server, no asset outside the report folder. The values
+are the cells' per-query values (``per_query.parquet``), the rankings their ``run.trec`` files; query texts
+and judgements come from the collection, loaded as the run loaded it. A dataset whose collection cannot be
+loaded here is left out with a note.
 """
 
 from __future__ import annotations
 
 import html
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from zerda_eval.errors import ZerdaEvalError
 from zerda_eval.evaluation.measures import ANSWERABLE_PREFIX
+from zerda_eval.report.formats import EXPLORER_FILE
 from zerda_eval.report.tables import RunData, dataset_measures
 from zerda_eval.store.run_dir import read_cell_run
 
 EXPLORER_TOP = 10  # documents shown per system of an opened query
 DIGITS = 6  # per-query values as the page holds them
+DATA_NAME = "zerdaExplorerData"  # the global EXPLORER_FILE sets
 
 
 @dataclass(frozen=True)
@@ -32,25 +37,39 @@ class Explorer:
     payload: dict[str, Any]
     notes: tuple[str, ...]
 
-    def json(self) -> str:
-        """The payload as JSON safe inside ``<script>`` (no ``</`` sequence)."""
-        return json.dumps(self.payload, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    def script(self) -> str:
+        """``EXPLORER_FILE``'s text: the payload as JSON assigned to ``window.zerdaExplorerData``."""
+        return f"window.{DATA_NAME} = {json.dumps(self.payload, ensure_ascii=False, separators=(',', ':'))};\n"
 
 
-def explorer_block(data: RunData) -> Explorer | None:
-    """The explorer of every dataset with at least two systems whose collection loads; None if there is none."""
+def explorer_block(data: RunData, collections: Mapping[str, Any] | None = None) -> Explorer | None:
+    """The explorer of every dataset with at least two systems whose collection loads; None if there is none.
+
+    ``collections``: ``dataset_collections(data)`` when the caller has it already."""
+    collections = dataset_collections(data) if collections is None else collections
     datasets, notes = [], []
     for dataset in data.datasets:
         rows = data.results[data.results["dataset"] == dataset]
         if len(rows) < 2:
             continue
-        try:
-            collection = _collection(data, dataset)
-        except ZerdaEvalError as exc:
-            notes.append(f"{dataset}: left out, its collection did not load here ({exc})")
+        collection = collections[dataset]
+        if isinstance(collection, ZerdaEvalError):
+            notes.append(f"{dataset}: left out, its collection did not load here ({collection})")
             continue
         datasets.append(_dataset(data, dataset, rows, collection))
     return Explorer({"datasets": datasets}, tuple(notes)) if datasets else None
+
+
+def dataset_collections(data: RunData) -> dict[str, Any]:
+    """Each dataset's collection loaded as the run loaded it, or the ``ZerdaEvalError`` that kept it from loading
+    here (the explorer and the Judged@k note read them; loaded once per report)."""
+    collections: dict[str, Any] = {}
+    for dataset in data.datasets:
+        try:
+            collections[dataset] = _collection(data, dataset)
+        except ZerdaEvalError as exc:
+            collections[dataset] = exc
+    return collections
 
 
 def _collection(data: RunData, dataset: str) -> Any:
@@ -123,8 +142,12 @@ STYLE = """
 
 SCRIPT = """
 (() => {
-  const data = JSON.parse(document.getElementById("explorer-data").textContent);
   const $ = (id) => document.getElementById(id);
+  const data = window.%s;
+  if (!data) {
+    $("ex-summary").textContent = "%s was not found beside report.html: keep the report folder together.";
+    return;
+  }
   const [dsSel, mSel, aSel, bSel] = ["ex-dataset", "ex-measure", "ex-a", "ex-b"].map($);
   const body = $("ex-table").tBodies[0];
   const fmt = (v) => v === null ? "-" : v.toFixed(4);
@@ -255,8 +278,8 @@ def explorer_html(block: Explorer) -> str:
         '<col class="open"></colgroup><thead><tr><th class="text">query</th><th class="text">text</th>'
         '<th class="num">A</th><th class="num">B</th><th class="num">B - A</th><th class="text"></th></tr></thead>'
         "<tbody></tbody></table>"
-        f'<script type="application/json" id="explorer-data">{block.json()}</script>'
-        f"<script>{SCRIPT}</script></section>"
+        f'<script src="{_escape(EXPLORER_FILE)}"></script>'
+        f"<script>{SCRIPT % (DATA_NAME, EXPLORER_FILE)}</script></section>"
     )
 
 

@@ -1,4 +1,6 @@
-"""Render report blocks as one self-contained HTML file (plots inline as base64 PNG, no external assets).
+"""Render report blocks as one HTML page that links its plots (``plots/*.png``) and loads the explorer's data
+from ``explorer-data.js`` beside it: both work over file://, and the page stays small at any grid size
+(the plots and per-query data of hundreds of cells are megabytes). No asset outside the report folder.
 
 Laid out for a browser window of 1280 px and for print: the page never scrolls sideways (tables fit,
 long cells wrap, code wraps), each plot is shown at its own display size (``Figure.width``), text is
@@ -8,13 +10,13 @@ print CSS drops the contents and keeps tables and figures whole on a page.
 
 from __future__ import annotations
 
-import base64
 import html
 import re
 
 from zerda_eval.report.document import Block, Code, Contents, Heading, Paragraph
 from zerda_eval.report.explorer import STYLE as EXPLORER_STYLE
 from zerda_eval.report.explorer import Explorer, explorer_html
+from zerda_eval.report.formats import PLOT_DIR
 from zerda_eval.report.plots import Figure
 from zerda_eval.report.tables import Table
 
@@ -78,7 +80,10 @@ def table_html(table: Table) -> str:
     for i, row in enumerate(table.rows):
         cells = []
         for j, cell in enumerate(row):
-            text = f"<strong>{html.escape(cell)}</strong>" if (i, j) in table.bold else html.escape(cell)
+            escaped = html.escape(cell)
+            if kinds[j] == "text":  # a long grid label has no space: it may break after each parameter
+                escaped = escaped.replace(",", ",<wbr>")
+            text = f"<strong>{escaped}</strong>" if (i, j) in table.bold else escaped
             cells.append(f'<td class="{kinds[j]}">{text}</td>')
         body.append(f"<tr>{''.join(cells)}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
@@ -101,15 +106,15 @@ def contents_html(contents: Contents) -> str:
 
 
 def figure_html(figure: Figure) -> str:
-    """A figure inline as base64 PNG at its display size, with its caption."""
-    data = base64.b64encode(figure.png.read_bytes()).decode("ascii")
+    """A figure's PNG (in the report's ``plots/``) at its display size, with its caption."""
     caption = html.escape(figure.caption)
-    image = f'<img alt="{caption}" width="{figure.width}" height="{figure.height}" src="data:image/png;base64,{data}">'
+    source = html.escape(f"{PLOT_DIR}/{figure.png.name}")
+    image = f'<img alt="{caption}" width="{figure.width}" height="{figure.height}" src="{source}" loading="lazy">'
     return f'<figure id="figure-{figure.name}">{image}<figcaption>{caption}</figcaption></figure>'
 
 
 def render_html(blocks: list[Block], title: str) -> str:
-    """The whole report as a standalone HTML page."""
+    """The whole report as an HTML page (its plots and explorer data are files beside it)."""
     parts = []
     for block in blocks:
         if isinstance(block, Heading):

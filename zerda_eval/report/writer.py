@@ -12,15 +12,14 @@ from zerda_eval.analysis.compare import compare_to_baseline
 from zerda_eval.errors import ConfigError, unknown_value_message
 from zerda_eval.report import cache
 from zerda_eval.report.document import build_document
-from zerda_eval.report.formats import DEFAULT_FORMATS, FORMATS
+from zerda_eval.report.explorer import Explorer
+from zerda_eval.report.formats import DEFAULT_FORMATS, EXPLORER_FILE, FORMATS, PLOT_DIR
 from zerda_eval.report.html import render_html
 from zerda_eval.report.latex import render_latex
 from zerda_eval.report.markdown import render_markdown
 from zerda_eval.report.tables import load_run_dir, metric_table
 from zerda_eval.store.files import atomic_write_bytes, atomic_write_text
 from zerda_eval.store.run_dir import parquet_bytes
-
-PLOT_DIR = "plots"
 
 
 def check_formats(formats: Iterable[str]) -> tuple[str, ...]:
@@ -38,7 +37,9 @@ def write_report(run_dir: Path, report_dir: Path, formats: Iterable[str] = DEFAU
     """Read ``run_dir`` and write the report in ``formats`` into ``report_dir`` (created if needed).
 
     Every file is written atomically (``store.files``): a failure leaves no truncated file. Plots no
-    longer produced are removed from ``plots/``. Returns the path of the first format's file.
+    longer produced are removed from ``plots/``. report.html links its plots (``plots/*.png``) and loads
+    the explorer's data from ``EXPLORER_FILE``, so it stays small at any grid size: the report folder is
+    what to keep or share. Returns the path of the first format's file.
     """
     formats = check_formats(formats)
     data = load_run_dir(Path(run_dir))
@@ -55,6 +56,11 @@ def write_report(run_dir: Path, report_dir: Path, formats: Iterable[str] = DEFAU
         _remove_stale_plots(report_dir / PLOT_DIR, {b.name for b in blocks if hasattr(b, "svg")})
         if "html" in formats:
             atomic_write_text(report_dir / FORMATS["html"], render_html(blocks, f"zerda-eval report: {data.name}"))
+            explorer = next((b for b in blocks if isinstance(b, Explorer)), None)
+            if explorer is None:
+                (report_dir / EXPLORER_FILE).unlink(missing_ok=True)
+            else:
+                atomic_write_text(report_dir / EXPLORER_FILE, explorer.script())
         if "markdown" in formats:
             atomic_write_text(report_dir / FORMATS["markdown"], render_markdown(blocks, report_dir))
     if "latex" in formats:

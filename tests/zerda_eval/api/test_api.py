@@ -1,4 +1,4 @@
-"""The Python API: the README's notebook example, user systems and run files in the grid, TOML = API."""
+"""The Python API: the user guide's notebook example, user systems and run files in the grid, TOML = API."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from tests.conftest import experiment_header, trec_dataset, write_trec_folder
+from tests.docs.doc_blocks import marked_python
 from tests.zerda_eval.api.toy_systems import WordOverlap
 from zerda_eval import Experiment, Results, describe_systems
 from zerda_eval.errors import ConfigError, DataFormatError, RunError, ZerdaEvalWarning
@@ -18,7 +19,6 @@ from zerda_eval.fusion import FUSION_METHODS
 from zerda_eval.store.run_dir import cell_dir, read_cell_run
 from zerda_eval.systems import SYSTEMS
 
-README = Path(__file__).resolve().parents[3] / "README.md"
 DOCS = {
     "d1": "cats purr and cats sleep",
     "d2": "dogs bark at cats",
@@ -31,17 +31,15 @@ QRELS = [("q1", "d1", 1), ("q2", "d2", 1), ("q3", "d5", 1), ("q1", "d4", 1)]
 
 
 def readme_example() -> str:
-    text = README.read_text(encoding="utf-8")
-    match = re.search(r"<!-- readme-api-example -->\n```python\n(.*?)```", text, re.S)
-    assert match, "README.md lost its API example (marked <!-- readme-api-example -->)"
-    return match.group(1)
+    """The user guide's notebook example (docs/guide.md, marked <!-- readme-api-example -->)."""
+    return marked_python("readme-api-example")
 
 
 @pytest.mark.slow
 def test_the_readme_notebook_example_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "readme_example"}
-    exec(compile(readme_example(), "README.md", "exec"), namespace)
+    exec(compile(readme_example(), "docs/guide.md", "exec"), namespace)
     results = namespace["results"]
     assert list(results.table["system"]) == ["bm25", "overlap", "rrf"]
     assert (tmp_path / "reports" / "notebook" / "report.md").is_file()

@@ -107,3 +107,18 @@ def test_the_page_prints(page, tmp_path):
     chromium("--no-pdf-header-footer", f"--print-to-pdf={pdf}", page.as_uri())
     data = pdf.read_bytes()
     assert data.startswith(b"%PDF") and len(re.findall(rb"/Type\s*/Page[^s]", data)) >= 3
+
+
+def test_a_table_of_long_grid_labels_does_not_scroll_sideways(tmp_path):
+    # reports/best's "What each fold chose": a label with no space beside six other columns
+    from zerda_eval.report.html import render_html
+    from zerda_eval.report.tables import Table
+
+    grid = "k1=1.5,b=0.4,normalization=none,stemmer=english,stopwords=english,lowercase=true,engine=fast,rm3=false"
+    inputs = f"bm25_grid[{grid}] + dense"
+    header = ["dataset", "row", "fold", "inputs chosen", "grid point chosen", "ndcg@10 where chosen", "queries"]
+    rows = [["beir/scifact/test", "rrf[tuned]", fold, inputs, "rrf[k=10]", "0.7186", "807 / 300"] for fold in "123"]
+    page = tmp_path / "report.html"
+    page.write_text(render_html([Table(header=header, rows=rows)], "folds"), encoding="utf-8")
+    seen = measure(page)
+    assert seen["scrollWidth"] <= seen["viewport"] and seen["beyond"] == []

@@ -35,10 +35,11 @@ def test_the_explorer_holds_each_cells_values_rankings_and_the_judgements(run_di
                 assert dataset["grades"][q].get(str(doc)) == qrels.get(qid, {}).get(dataset["docs"][doc])
 
 
-def test_report_html_embeds_the_explorer_and_markdown_points_to_it(run_dir, tmp_path):
+def test_report_html_loads_the_explorer_data_from_its_file_and_markdown_points_to_it(run_dir, tmp_path):
     report = write_report(run_dir, tmp_path / "report")
     page = (tmp_path / "report" / "report.html").read_text(encoding="utf-8")
-    found = re.search(r'<script type="application/json" id="explorer-data">(.*?)</script>', page, re.S)
-    assert found and json.loads(found.group(1))["datasets"][0]["name"] == "quranqa23/taskA/dev"
-    assert "</script>" not in found.group(1) and 'src="http' not in page
+    assert '<script src="explorer-data.js"></script>' in page and 'src="http' not in page
+    script = (tmp_path / "report" / "explorer-data.js").read_text(encoding="utf-8")
+    found = re.fullmatch(r"window\.zerdaExplorerData = (.*);\n", script, re.S)
+    assert found and json.loads(found.group(1)) == explorer_block(load_run_dir(run_dir)).payload
     assert "## Per-query explorer" in report.read_text(encoding="utf-8")
