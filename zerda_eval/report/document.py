@@ -31,8 +31,8 @@ from zerda_eval.analysis.studies import run_studies
 from zerda_eval.analysis.studies.base import FinishedRun
 from zerda_eval.errors import ZerdaEvalError
 from zerda_eval.evaluation.efficiency import NOT_MEASURED
-from zerda_eval.evaluation.tie_aware import TIE_SENSITIVE
 from zerda_eval.evaluation.measures import ANSWERABLE_PREFIX, parse_measure
+from zerda_eval.evaluation.tie_aware import TIE_SENSITIVE
 from zerda_eval.report import plots
 from zerda_eval.report.explorer import Explorer, dataset_collections, explorer_block
 from zerda_eval.report.tables import (
