@@ -244,8 +244,9 @@ def _prepare(args: argparse.Namespace) -> int:
 
 def _measures(choice: str | None, table: pd.DataFrame) -> list[str]:
     """The measures to print: ``--measures`` (each one a column of the run), else every measure the run has."""
-    after_keys = table.columns[table.columns.get_loc("cell_id") + 1 :]  # results_table: keys, means, efficiency
-    present = [c for c in after_keys if c not in EFFICIENCY_COLUMNS]
+    columns = list(table.columns)  # results_table: keys, means, efficiency, then the tie-aware figures
+    means_end = next((i for i, c in enumerate(columns) if c in EFFICIENCY_COLUMNS), len(columns))
+    present = columns[columns.index("cell_id") + 1 : means_end]
     if choice is None:
         return present
     chosen = [m.strip() for m in choice.split(",") if m.strip()]
