@@ -69,7 +69,6 @@ def test_our_warnings_are_one_line_each(capsys, monkeypatch):
     assert err.splitlines() == ["zerda-eval: warning: cell 'bm25' (abc): per_query.csv is missing; recomputing it"] * 2
 
 
-
 def test_a_rebuilt_onnx_file_is_one_warning_line_not_pythons_warning_format(capsys, monkeypatch, tmp_path):
     """retrieval's own warnings (a damaged model file rebuilt) reach the CLI user as its one-line form too."""
     import torch
@@ -93,6 +92,7 @@ def test_a_rebuilt_onnx_file_is_one_warning_line_not_pythons_warning_format(caps
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("zerda-eval: warning: tiny: rebuilding the ONNX file in "), err
     assert err[0].endswith(f"{path} does not match its SHA-256 in manifest.json")
+
 
 def test_the_run_summary_says_not_measured_for_costs_and_a_dash_for_measures_a_dataset_lacks():
     import pandas as pd
