@@ -187,8 +187,9 @@ def check_collections(cells: list[CellSpec]) -> None:
 
 
 def check_held_out(cell: CellSpec, train: Mapping[str, Any]) -> None:
-    """A tuned cell's train split: the tuned dataset's documents, and none of its queries unless dropped."""
-    if load_cell_collection(train)[0].doc_ids != load_cell_collection(cell.config["dataset"])[0].doc_ids:
+    """A tuned cell's train split: the tuned dataset's documents (ids and texts), and none of its queries unless
+    dropped."""
+    if not same_documents(load_cell_collection(train)[0], load_cell_collection(cell.config["dataset"])[0]):
         raise DatasetError(
             f"[tuning].train: {train['id']!r} and {cell.dataset!r} do not hold the same documents, so a choice "
             "made on one says nothing of the other; give a train split of the same corpus"
@@ -202,6 +203,14 @@ def check_held_out(cell: CellSpec, train: Mapping[str, Any]) -> None:
             f"text), e.g. {examples}: a choice made on them is not held out; remove them from the train split, or "
             'set [tuning].overlap = "drop" to leave them out of the choice'
         )
+
+
+def same_documents(one: Any, other: Any) -> bool:
+    """Whether two collections hold the same corpus: the same ids with the same texts, in the same order (texts
+    compared one at a time, so a streamed corpus is never held whole)."""
+    if one.doc_ids != other.doc_ids or len(one.texts) != len(other.texts):
+        return False
+    return all(a == b for a, b in zip(one.texts, other.texts, strict=True))
 
 
 def _judged(collection: Any, qids: list[str], config: Mapping[str, Any]) -> Judged:
