@@ -121,6 +121,25 @@ def test_run_writes_cells_reuses_them_and_is_deterministic(tmp_path):
     assert run_files(out) == before
 
 
+def test_each_system_cell_records_the_cpu_it_ran_on(tmp_path):
+    """Model name and the kernel-choosing features (AMX, AVX-512 bf16, VNNI, ...), as ``lscpu`` reports them."""
+    from zerda_eval.execution.machine import KERNEL_FEATURES
+    from zerda_eval.store.run_dir import load_result
+
+    lines = dict(
+        line.split(":", 1)
+        for line in subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout.splitlines()
+    )
+    flags = set(lines["Flags"].split())
+    experiment = load_experiment(make_experiment(tmp_path, n_b=1))
+    run_experiment(experiment, progress=False)
+    for cell in experiment.cells:
+        if cell.kind == "system":
+            recorded = load_result(experiment.output_dir, cell.cell_id)["stats"]["cpu"]
+            assert recorded["model"] == lines["Model name"].strip()
+            assert recorded["features"] == [name for name in KERNEL_FEATURES if name in flags]
+
+
 def test_changed_config_never_reuses_a_stale_run(tmp_path):
     path = make_experiment(tmp_path)
     first = load_experiment(path)

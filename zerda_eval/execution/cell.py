@@ -42,6 +42,7 @@ from zerda_eval.evaluation.efficiency import (
     query_thread_limits,
 )
 from zerda_eval.evaluation.measures import evaluate_collection
+from zerda_eval.execution.machine import cpu
 from zerda_eval.execution.rerank import MODEL_LOAD_KEY, reranked_run
 from zerda_eval.execution.tuned_fusion import Judged, tuned_fusion_run
 from zerda_eval.execution.tuning import train_overlap, tuned_run
@@ -275,6 +276,7 @@ def _search(
     efficiency = Efficiency.from_timings(index_time, list(latencies.values()), memory.peak_mb())
     stats = {
         **system.stats,
+        "cpu": cpu(),  # a neural encoder's last digits depend on it (execution.machine)
         "peak_rss_scope": memory.scope,
         "threads": threads,
         LATENCY_KEY: {qid: seconds * 1000.0 for qid, seconds in latencies.items()},
