@@ -171,7 +171,8 @@ def test_a_run_dir_is_held_by_one_grid_at_a_time_and_another_started_meanwhile_i
             refused.append(str(error.value))
 
     run_experiment(first, progress=False, on_cell=start_the_second)
-    assert "is in use by a run of experiment 'tiny' with another grid" in refused[0] and "\n" not in refused[0]
+    assert "is in use by a run of another grid (running-" in refused[0] and "\n" not in refused[0]
+    assert "experiment 'tiny' would rewrite its experiment.json" in refused[0]
     out = first.output_dir
     listed = json.loads((out / "experiment.json").read_text(encoding="utf-8"))["cells"]
     held = pd.read_csv(out / "results.csv")["cell_id"].astype(str).tolist()

@@ -252,8 +252,9 @@ def held_by_grid(output_dir: Path, name: str, config_hash: str) -> Iterator[None
         for other in sorted(locks.glob(f"{RUNNING_PREFIX}*.lock")):
             if other != mine and _in_use(other):
                 raise ConfigError(
-                    f"output_dir {output_dir} is in use by a run of experiment {name!r} with another grid "
-                    f"({other.name}); wait for it to finish, or give this file another [experiment].output_dir"
+                    f"output_dir {output_dir} is in use by a run of another grid ({other.name}); experiment {name!r} "
+                    "would rewrite its experiment.json and tables: wait for that run to finish, or give this file "
+                    "another [experiment].output_dir"
                 )
         handle = mine.open("a")
         fcntl.flock(handle, fcntl.LOCK_SH)

@@ -2,10 +2,12 @@
 
 Configured by ``[study.goals]`` with ``targets``: one ``{ dataset, measure, value, source, needs }`` per
 goal (``source``: where the number comes from; ``needs``: what would close the gap, said when the goal is
-missed). Only tuned rows count (chosen without the queries they are scored on): the best of them on the
-dataset is compared with the goal. Beside it, the per-query oracle of every row of the dataset (each
-query's best value over all its rows, averaged): when even that stays below the goal, no choice or fusion
-among the signals run can reach it per query, and a stronger signal is needed.
+missed; ``measure``: a measure name the dataset computes, checked when the file is read, so a misspelt or
+uncomputed one is an error instead of a goal "not met"). Only tuned rows count (chosen without the queries
+they are scored on): the best of them on the dataset is compared with the goal. Beside it, the per-query
+oracle of every row of the dataset (each query's best value over all its rows, averaged): when even that
+stays below the goal, no choice or fusion among the signals run can reach it per query, and a stronger
+signal is needed.
 """
 
 from __future__ import annotations
