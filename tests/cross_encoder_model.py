@@ -52,8 +52,9 @@ VOCABULARY = [
 ]
 
 
-def write_tiny_cross_encoder(folder: Path, seed: int = 7) -> Path:
-    """Save the tiny cross-encoder (model, config and tokenizer files) to ``folder``; return it."""
+def write_tiny_cross_encoder(folder: Path, seed: int = 7, labels: int = 1) -> Path:
+    """Save the tiny cross-encoder (model, config and tokenizer files) to ``folder``; return it. ``labels``: its
+    head's outputs (a cross-encoder has one; two make it a pair classifier)."""
     import torch
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
 
@@ -67,7 +68,7 @@ def write_tiny_cross_encoder(folder: Path, seed: int = 7) -> Path:
         num_attention_heads=2,
         intermediate_size=64,
         max_position_embeddings=128,
-        num_labels=1,
+        num_labels=labels,
         initializer_range=0.5,  # spread the random scores, so rankings differ from the input order
     )
     BertForSequenceClassification(config).save_pretrained(folder)

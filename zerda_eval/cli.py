@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from retrieval.embeddings.base import EmbedderWarning
 from zerda_eval import __version__, startup_interrupted
 from zerda_eval.errors import (
     ConfigError,
@@ -114,13 +115,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.disable(logging.WARNING)
     with warnings.catch_warnings():
         warnings.simplefilter("always", ZerdaEvalWarning)
+        warnings.simplefilter("always", EmbedderWarning)
         warnings.showwarning = _show_warning
         return _main(args)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """Our warnings as one ``zerda-eval: warning:`` line; any other library's as Python shows it."""
-    if issubclass(category, ZerdaEvalWarning):
+    """Our warnings (the harness's and its retrieval package's) as one ``zerda-eval: warning:`` line; any other
+    library's as Python shows it."""
+    if issubclass(category, ZerdaEvalWarning | EmbedderWarning):
         print(f"zerda-eval: warning: {message}", file=sys.stderr)
     else:
         sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))

@@ -1289,6 +1289,11 @@ class SparseBM25:
                 f"{directory / 'original_ids.npy'}: not a permutation of the index's {index.n_docs} documents "
                 "(corrupt, or from another index); rebuild it (fit, then save)"
             )
+        if len(terms) != len(index.indptr) - 1:
+            raise ValueError(
+                f"{directory / 'vocabulary.json'}: {len(terms)} terms for {len(index.indptr) - 1} postings lists "
+                "(truncated, or from another index); rebuild it (fit, then save)"
+            )
         index._materialise()
         return index
 

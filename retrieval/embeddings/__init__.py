@@ -11,6 +11,7 @@ from retrieval.embeddings.base import (
     Embedder,
     EmbedderError,
     EmbedderUnavailable,
+    EmbedderWarning,
     finish_embeddings,
 )
 from retrieval.embeddings.registry import EMBEDDERS, load_embedder
@@ -22,6 +23,7 @@ __all__ = [
     "Embedder",
     "EmbedderError",
     "EmbedderUnavailable",
+    "EmbedderWarning",
     "finish_embeddings",
     "load_embedder",
 ]

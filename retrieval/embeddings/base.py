@@ -24,6 +24,13 @@ class EmbedderUnavailable(EmbedderError):
     """The package or the model weights of an embedder are not available on this machine."""
 
 
+class EmbedderWarning(UserWarning):
+    """Something an embedder repaired on its own (a damaged model file rebuilt, a tampered folder unpacked again).
+
+    A front end may show it in its own form (the harness's CLI: one ``zerda-eval: warning:`` line).
+    """
+
+
 @runtime_checkable
 class Embedder(Protocol):
     """What retrieval code needs from an embedding model (see docs/ARCHITECTURE.md)."""

@@ -29,6 +29,7 @@ from retrieval.embeddings.batching import padded, run_length_batched
 from retrieval.embeddings.e5_image import E5Image, read_image
 from retrieval.embeddings.e5_runtime import OpenVinoRuntime, TorchRuntime, int8_file, int8_recipe
 from retrieval.embeddings.e5_tokenizer import E5Tokenizer
+from retrieval.embeddings.onnx_sessions import requested_precision
 from retrieval.embeddings.packaged import import_neural
 
 # Padded tokens per batch: small batches keep a layer's activations in the core's cache. Texts per CPU-second
@@ -60,17 +61,18 @@ def image_and_tokenizer(path: Path) -> tuple[E5Image, E5Tokenizer, str]:
 
 
 def load_runtime(path: Path, runtime: str, device: str) -> TorchRuntime | OpenVinoRuntime:
-    """The process's runtime ("torch" on ``device``, or "openvino") for the image at ``path``, built on first use."""
+    """The process's runtime ("torch" on ``device``, or "openvino" at ``onnx_sessions.requested_precision``) for
+    the image at ``path``, built on first use (one per precision asked)."""
     with _LOCK:
-        return _runtime(path, runtime, device)
+        return _runtime(path, runtime, device, requested_precision() if runtime == "openvino" else None)
 
 
 @functools.lru_cache(maxsize=4)
-def _runtime(path: Path, runtime: str, device: str) -> TorchRuntime | OpenVinoRuntime:
+def _runtime(path: Path, runtime: str, device: str, precision: str | None) -> TorchRuntime | OpenVinoRuntime:
     image, _, sha256 = image_and_tokenizer(path)
     if runtime == "torch":
         return TorchRuntime(image, device)
-    return OpenVinoRuntime(image, int8_file(image, sha256), int8_recipe(image, sha256))
+    return OpenVinoRuntime(image, int8_file(image, sha256), int8_recipe(image, sha256), precision)
 
 
 def windows(tokenizer: E5Tokenizer, texts: list[str], prefix: str, max_content: int) -> list[Window]:

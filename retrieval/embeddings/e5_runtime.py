@@ -52,14 +52,15 @@ class OpenVinoRuntime:
     at once, each on its own session.
 
     ``recipe`` (``int8_recipe``): the file's export recipe and how OpenVINO ran it (activation group, the
-    precision of the other operations), which the embedder puts in its params.
+    precision the other operations ran in: ``precision`` asked, or f32 where the CPU lacks bfloat16), which the
+    embedder puts in its params.
     """
 
     name = "openvino"
 
-    def __init__(self, image: E5Image, path: Path, recipe: str):
+    def __init__(self, image: E5Image, path: Path, recipe: str, precision: str):
         self._image = image
-        self._sessions = SessionPool(path, engine="openvino")
+        self._sessions = SessionPool(path, engine="openvino", precision=precision)
         self.recipe = f"{recipe}-openvino-act{OPENVINO_ACTIVATION_GROUP}-{self._sessions.inference_precision}"
 
     def window_means(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from retrieval.core.hashing import file_sha256
-from retrieval.embeddings.base import EmbedderError, first_line
+from retrieval.embeddings.base import EmbedderError, EmbedderWarning, first_line
 from retrieval.embeddings.packaged import CACHE_ENV, import_neural, model_cache_root
 
 ONNX_OPSET = 17
@@ -78,7 +78,9 @@ def onnx_file(graph: OnnxGraph, precision: str) -> Path:
             problem = _damage(target)
             if problem is not None:
                 if target.exists():
-                    warnings.warn(f"{graph.name}: rebuilding the ONNX file in {target}: {problem}", stacklevel=2)
+                    warnings.warn(
+                        f"{graph.name}: rebuilding the ONNX file in {target}: {problem}", EmbedderWarning, stacklevel=2
+                    )
                 shutil.rmtree(target, ignore_errors=True)
                 scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=root))
                 try:

@@ -3,8 +3,10 @@
 Some model wheels run code on import (``all_minilm_l6_v2`` prints a line and pulls pandas and
 matplotlib), so their files are located with ``importlib.util.find_spec``, which reads the package's
 location and imports nothing. Unpacked folders are keyed by the archive's SHA-256, written atomically
-under a file lock, and checked against the archive's member sizes on every load, so a half-written or
-tampered folder is replaced instead of silently used.
+under a file lock, and checked against the archive's members on every load: each file's size, and its CRC-32
+against the one the archive stores (read once per process for each file state: path, size, mtime, ctime and
+inode), so a half-written folder, or one edited in place with the same size, is replaced with an
+``EmbedderWarning`` instead of silently used.
 """
 
 from __future__ import annotations
@@ -13,14 +15,18 @@ import importlib.util
 import os
 import shutil
 import tempfile
+import warnings
 import zipfile
+import zlib
 from pathlib import Path
 from types import ModuleType
 
-from retrieval.embeddings.base import EmbedderError, EmbedderUnavailable
+from retrieval.embeddings.base import EmbedderError, EmbedderUnavailable, EmbedderWarning
 
 INSTALL_HINT = 'pip install "zerda-eval[neural]"'
 CACHE_ENV = "ZERDA_MODEL_CACHE"
+CRC_CHUNK = 1 << 20  # bytes read at a time while a file's CRC-32 is computed
+_SOUND: set[tuple[str, int, int, int, int, int]] = set()  # file states whose CRC-32 matched their member's
 
 
 def import_neural(module: str, distribution: str) -> ModuleType:
@@ -56,7 +62,7 @@ def unpacked_zip(archive: Path, name: str, sha256: str) -> Path:
 
     Unpacking goes to a temporary sibling folder renamed into place under a file lock, so concurrent
     loaders unpack once and nobody sees a partial folder. A folder whose files do not match the
-    archive's member sizes is removed and unpacked again.
+    archive's members (size, CRC-32) is removed and unpacked again, with a warning when it was there.
     """
     from filelock import FileLock
 
@@ -66,8 +72,11 @@ def unpacked_zip(archive: Path, name: str, sha256: str) -> Path:
         root.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(archive) as bundle, FileLock(str(target) + ".lock"):
             members = [info for info in bundle.infolist() if not info.is_dir()]
-            if target.is_dir() and _matches(target, members):
+            problem = _mismatch(target, members)
+            if problem is None:
                 return target
+            if target.is_dir():
+                warnings.warn(f"{target.name}: {problem} {archive}; unpacking it again", EmbedderWarning, stacklevel=2)
             shutil.rmtree(target, ignore_errors=True)
             scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=root))
             try:
@@ -82,10 +91,32 @@ def unpacked_zip(archive: Path, name: str, sha256: str) -> Path:
     return target
 
 
-def _matches(folder: Path, members: list[zipfile.ZipInfo]) -> bool:
-    """True when every archive member is in ``folder`` with its size."""
+def _mismatch(folder: Path, members: list[zipfile.ZipInfo]) -> str | None:
+    """How ``folder`` differs from the archive's members (``"<file> differs from"``), or None when it holds them.
+
+    Missing folders and files are not worth a warning's detail; a file's CRC-32 is computed once per state.
+    """
+    if not folder.is_dir():
+        return "missing from"
     for info in members:
         path = folder / info.filename
-        if not path.is_file() or path.stat().st_size != info.file_size:
-            return False
-    return True
+        try:
+            stat = path.stat()
+        except OSError:
+            return f"{info.filename} is missing from"
+        state = (str(path), stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, info.CRC)
+        if state in _SOUND:
+            continue
+        if stat.st_size != info.file_size or _crc32(path) != info.CRC:
+            return f"{info.filename} differs from"
+        _SOUND.add(state)
+    return None
+
+
+def _crc32(path: Path) -> int:
+    """The CRC-32 of ``path``'s bytes (zip's checksum), read in chunks."""
+    crc = 0
+    with path.open("rb") as handle:
+        while chunk := handle.read(CRC_CHUNK):
+            crc = zlib.crc32(chunk, crc)
+    return crc

@@ -3,7 +3,8 @@
 No wheel on the package index ships a cross-encoder's weights, so the model is one the user brings: a
 folder saved by ``CrossEncoder.save_pretrained`` (or a Hugging Face sequence-classification model with one
 label), read strictly offline (``local_files_only``; no hub is reachable). A folder that is missing, or
-whose ``config.json`` is not a sequence-classification model, is a one-line ``RetrieverError`` naming it.
+whose ``config.json`` is not a sequence-classification model with one label (a two-label pair classifier
+gives no single score), is a one-line ``RetrieverError`` naming it.
 
 Scores are ``CrossEncoder.predict``'s, as the model gives them (its own activation, if its config names
 one): the reranker orders by them, and ``metadata["raw_score"]`` keeps them (the item's ``score`` is
@@ -44,7 +45,23 @@ def cross_encoder_folder(folder: str | Path) -> Path:
             f"{str(path)!r} is not a cross-encoder (config.json architectures {architectures!r}, expected a "
             "...ForSequenceClassification model); give the folder of a saved CrossEncoder"
         )
+    labels = _labels(config)
+    if labels != 1:
+        raise RetrieverError(
+            f"{str(path)!r} is not a one-label cross-encoder (config.json gives its head {labels} labels: a pair "
+            "classifier, with no single relevance score to rank by); give the folder of a one-label CrossEncoder"
+        )
     return path
+
+
+def _labels(config: dict) -> int:
+    """The outputs of a sequence-classification head as transformers reads ``config.json``: one per ``id2label``
+    entry, else ``num_labels``, else transformers' default of 2."""
+    id2label = config.get("id2label")
+    if isinstance(id2label, dict) and id2label:
+        return len(id2label)
+    labels = config.get("num_labels", 2)
+    return labels if isinstance(labels, int) else 2
 
 
 def cross_encoder_class() -> type:

@@ -153,7 +153,8 @@ def test_a_rerank_model_folder_that_is_no_cross_encoder_is_one_line(folder, cli,
 def test_a_rerank_model_that_cannot_load_stops_at_its_cell_in_one_line(cli, tmp_path):
     folder = tmp_path / "weightless"
     folder.mkdir()
-    (folder / "config.json").write_text('{"architectures": ["BertForSequenceClassification"]}', encoding="utf-8")
+    config = '{"architectures": ["BertForSequenceClassification"], "id2label": {"0": "LABEL_0"}}'  # one label
+    (folder / "config.json").write_text(config, encoding="utf-8")
     line = assert_one_line_error(cli("run", write_rerank(tmp_path, f"st:{folder}")), "rerank 'ce'", str(folder))
     assert "cannot load the cross-encoder" in line
     assert_no_partial_output(tmp_path / "out")

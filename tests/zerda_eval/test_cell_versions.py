@@ -55,3 +55,53 @@ def test_a_version_change_is_a_new_cell(monkeypatch):
         {"experiment": {"name": "v"}, "datasets": [{"id": "cranfield"}], "systems": systems}, "v.toml"
     ).cells[0]
     assert after.config["versions"]["onnxruntime"] == "0.0.1" and after.cell_id != before.cell_id
+
+
+def test_cells_whose_encoder_runs_on_openvino_are_told_apart_by_the_precision_it_runs(monkeypatch):
+    """e5-small at int8 runs on OpenVINO, in bfloat16 where the CPU has it or in float32 when forced: a cell of one
+    precision is never reused as the other's. Reference: OpenVINO's own report of the CPU's capabilities."""
+    import openvino
+
+    from retrieval.embeddings.onnx_sessions import PRECISION_ENV
+
+    systems = [
+        {"name": "e5", "family": "pipeline.dense", "params": {"embedder": "e5-small", "precision": "int8"}},
+        {"name": "neural", "family": "zerda.vector", "params": {"embedder": "neural", "precision": "int8"}},
+        {"name": "e5_fp32", "family": "pipeline.dense", "params": {"embedder": "e5-small"}},
+        {"name": "minilm", "family": "pipeline.dense", "params": {"embedder": "minilm", "precision": "int8"}},
+    ]
+
+    def cells() -> dict[str, object]:
+        raw = {"experiment": {"name": "v"}, "datasets": [{"id": "cranfield"}], "systems": systems}
+        return {cell.label: cell for cell in resolve_experiment(raw, "v.toml").cells}
+
+    monkeypatch.setenv(PRECISION_ENV, "f32")
+    forced = cells()
+    monkeypatch.setenv(PRECISION_ENV, "bf16")
+    default = cells()
+    has_bf16 = "BF16" in openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+    for label in ("e5", "neural"):
+        assert forced[label].config["system"]["content"] == {"openvino_precision": "f32"}
+        assert default[label].config["system"]["content"] == {"openvino_precision": "bf16" if has_bf16 else "f32"}
+        assert (forced[label].cell_id != default[label].cell_id) == has_bf16
+    for label in ("e5_fp32", "minilm"):  # torch / onnxruntime: no OpenVINO precision to record
+        assert "content" not in forced[label].config["system"]
+        assert forced[label].cell_id == default[label].cell_id
+
+
+def test_an_encoder_that_ran_another_openvino_precision_than_its_cell_was_resolved_for_is_refused():
+    """A process whose $ZERDA_OPENVINO_PRECISION differs from the validation's would store bf16 numbers under an f32
+    cell id: the index step compares the precision that ran (the recipe's last part) with the cell's."""
+    import pytest
+
+    from zerda_eval.errors import RunError
+    from zerda_eval.systems import build_system
+
+    system = build_system(
+        "pipeline.dense", {"embedder": "e5-small", "precision": "int8"}, content={"openvino_precision": "f32"}
+    )
+    recipe = "window-means-v2-opset17-v3-int8w-perchannel-sym-v1-openvino-act128"
+    system._record_runtime({"onnx": f"{recipe}-f32"})
+    assert system.stats["embedder_onnx"] == f"{recipe}-f32"
+    with pytest.raises(RunError, match=r"ran OpenVINO as bf16, the cell was resolved for f32"):
+        system._record_runtime({"onnx": f"{recipe}-bf16"})

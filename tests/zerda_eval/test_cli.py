@@ -69,6 +69,31 @@ def test_our_warnings_are_one_line_each(capsys, monkeypatch):
     assert err.splitlines() == ["zerda-eval: warning: cell 'bm25' (abc): per_query.csv is missing; recomputing it"] * 2
 
 
+def test_a_rebuilt_onnx_file_is_one_warning_line_not_pythons_warning_format(capsys, monkeypatch, tmp_path):
+    """retrieval's own warnings (a damaged model file rebuilt) reach the CLI user as its one-line form too."""
+    import torch
+
+    from retrieval.embeddings import onnx_export
+    from zerda_eval import cli
+
+    monkeypatch.setenv("ZERDA_MODEL_CACHE", str(tmp_path))
+    graph = onnx_export.OnnxGraph(
+        "tiny", "t1", lambda: (torch.nn.Linear(3, 2), (torch.zeros(2, 3),)), ("x",), "y"
+    )  # a 2-D input: axes 0 and 1 dynamic as onnx_export declares
+    path = onnx_export.onnx_file(graph, "fp32")
+    path.write_bytes(path.read_bytes()[:-8])  # damaged in place
+
+    def rebuilds(args):
+        onnx_export.onnx_file(graph, "fp32")
+        return 0
+
+    monkeypatch.setitem(cli.COMMANDS, "datasets", rebuilds)
+    assert main(["datasets"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("zerda-eval: warning: tiny: rebuilding the ONNX file in "), err
+    assert err[0].endswith(f"{path} does not match its SHA-256 in manifest.json")
+
+
 def test_the_run_summary_says_not_measured_for_costs_and_a_dash_for_measures_a_dataset_lacks():
     import pandas as pd
 

@@ -158,6 +158,16 @@ def test_a_folder_that_is_no_cross_encoder_is_refused_naming_it(tmp_path, model)
         Experiment.from_toml(write_experiment(tmp_path, folder, RERANK))
 
 
+def test_a_two_label_classifier_is_refused_as_not_a_one_label_cross_encoder(tmp_path):
+    """A pair classifier's ``predict`` gives two numbers per pair: no score to rank by."""
+    folder = write_tiny_cross_encoder(tmp_path / "two-labels", labels=2)
+    with pytest.raises(
+        ConfigError, match=rf"reranks\[0\]\.model: '{folder}' is not a one-label cross-encoder"
+    ) as error:
+        Experiment.from_toml(write_experiment(tmp_path, folder, RERANK))
+    assert "2 labels" in str(error.value) and "\n" not in str(error.value)
+
+
 def test_a_model_changed_after_the_file_was_read_is_refused(tmp_path, model):
     folder = shutil.copytree(model, tmp_path / "copy")
     experiment = Experiment.from_toml(write_experiment(tmp_path, folder, RERANK))

@@ -121,6 +121,25 @@ def test_run_writes_cells_reuses_them_and_is_deterministic(tmp_path):
     assert run_files(out) == before
 
 
+def test_each_system_cell_records_the_cpu_it_ran_on(tmp_path):
+    """Model name and the kernel-choosing features (AMX, AVX-512 bf16, VNNI, ...), as ``lscpu`` reports them."""
+    from zerda_eval.execution.machine import KERNEL_FEATURES
+    from zerda_eval.store.run_dir import load_result
+
+    lines = dict(
+        line.split(":", 1)
+        for line in subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout.splitlines()
+    )
+    flags = set(lines["Flags"].split())
+    experiment = load_experiment(make_experiment(tmp_path, n_b=1))
+    run_experiment(experiment, progress=False)
+    for cell in experiment.cells:
+        if cell.kind == "system":
+            recorded = load_result(experiment.output_dir, cell.cell_id)["stats"]["cpu"]
+            assert recorded["model"] == lines["Model name"].strip()
+            assert recorded["features"] == [name for name in KERNEL_FEATURES if name in flags]
+
+
 def test_changed_config_never_reuses_a_stale_run(tmp_path):
     path = make_experiment(tmp_path)
     first = load_experiment(path)
@@ -131,6 +150,49 @@ def test_changed_config_never_reuses_a_stale_run(tmp_path):
     run_experiment(second, progress=False, on_cell=lambda r: reused.__setitem__(r.cell_id, r.reused))
     changed = {c.cell_id for c in second.cells} - {c.cell_id for c in first.cells}
     assert changed and not any(reused[c] for c in changed)  # fast and the fusion of it are recomputed
+
+
+def test_a_run_dir_is_held_by_one_grid_at_a_time_and_another_started_meanwhile_is_refused(tmp_path):
+    """Two files of one experiment name and output_dir, started together: the second may not rewrite
+    experiment.json and the tables under the first (they listed 1 cell and held 6); once the first ends it may."""
+    from zerda_eval.errors import ConfigError
+
+    first = load_experiment(make_experiment(tmp_path, n_b=3))
+    other = tmp_path / "other.toml"
+    other.write_text((tmp_path / "tiny.toml").read_text().replace("b = [0.0, 0.1, 0.2]", "b = [0.5]"))
+    second = load_experiment(other)
+    assert second.output_dir == first.output_dir and second.config_hash != first.config_hash
+    refused: list[str] = []
+
+    def start_the_second(outcome) -> None:
+        if not refused:
+            with pytest.raises(ConfigError) as error:
+                run_experiment(second, progress=False)
+            refused.append(str(error.value))
+
+    run_experiment(first, progress=False, on_cell=start_the_second)
+    assert "is in use by a run of another grid (running-" in refused[0] and "\n" not in refused[0]
+    assert "experiment 'tiny' would rewrite its experiment.json" in refused[0]
+    out = first.output_dir
+    listed = json.loads((out / "experiment.json").read_text(encoding="utf-8"))["cells"]
+    held = pd.read_csv(out / "results.csv")["cell_id"].astype(str).tolist()
+    assert listed == [c.cell_id for c in first.every_cell] and sorted(held) == sorted(listed)
+    run_experiment(second, progress=False)  # the first has finished: the directory is free
+    listed = json.loads((out / "experiment.json").read_text(encoding="utf-8"))["cells"]
+    assert listed == [c.cell_id for c in second.every_cell]
+    assert sorted(pd.read_csv(out / "results.csv")["cell_id"].astype(str)) == sorted(listed)
+
+
+def test_concurrent_runs_of_one_grid_share_its_run_dir(tmp_path):
+    experiment = load_experiment(make_experiment(tmp_path))
+    inner: list[pd.DataFrame] = []
+
+    def run_it_again(outcome) -> None:
+        if not inner:
+            inner.append(run_experiment(experiment, progress=False))
+
+    run_experiment(experiment, progress=False, on_cell=run_it_again)
+    assert len(inner[0]) == len(experiment.cells)
 
 
 @pytest.mark.slow

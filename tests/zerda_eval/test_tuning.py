@@ -13,7 +13,7 @@ from tests.conftest import experiment_header, trec_dataset, write_trec_folder
 from zerda_eval import Experiment
 from zerda_eval.analysis.studies import rrf_order
 from zerda_eval.errors import ConfigError, DatasetError
-from zerda_eval.execution.tuning import assign_folds
+from zerda_eval.execution.tuning import assign_folds, train_overlap
 from zerda_eval.store.run_dir import load_result, read_cell_per_query, read_cell_run
 
 DOCS = {f"d{i}": f"document number {i}" for i in range(1, 7)}
@@ -45,9 +45,9 @@ def write_runs(tmp_path, good_on_train: str):
     return folder
 
 
-def experiment(tmp_path, tuning: str, train_docs: dict | None = None) -> Experiment:
+def experiment(tmp_path, tuning: str, train_docs: dict | None = None, train_queries: dict | None = None) -> Experiment:
     test = write_trec_folder(tmp_path / "test", DOCS, TEST_QUERIES, TEST_QRELS)
-    train = write_trec_folder(tmp_path / "train", train_docs or DOCS, TRAIN_QUERIES, TRAIN_QRELS)
+    train = write_trec_folder(tmp_path / "train", train_docs or DOCS, train_queries or TRAIN_QUERIES, TRAIN_QRELS)
     runs = write_runs(tmp_path, good_on_train="a")
     path = tmp_path / "tune.toml"
     path.write_text(
@@ -170,6 +170,36 @@ def test_a_train_split_of_another_corpus_is_refused_before_any_cell_runs(tmp_pat
     with pytest.raises(DatasetError, match=r"\[tuning\].train: .* do not hold the same documents"):
         tuned.run(progress=False)
     assert not (tuned.output_dir / "cells").exists()
+
+
+def test_a_train_split_of_another_corpus_with_the_same_doc_ids_is_refused(tmp_path):
+    """The ids match, the documents do not: a choice made there says nothing of the tuned corpus."""
+    other = {doc: f"another text {i}" for i, doc in enumerate(DOCS)}
+    tuned = experiment(tmp_path, '[tuning]\ntrain = { "test" = "train" }\n', train_docs=other)
+    with pytest.raises(DatasetError, match=r"\[tuning\].train: .* do not hold the same documents") as error:
+        tuned.run(progress=False)
+    assert "\n" not in str(error.value) and not (tuned.output_dir / "cells").exists()
+
+
+def test_train_queries_that_are_test_questions_with_punctuation_added_are_refused(tmp_path):
+    train = {**TRAIN_QUERIES, "r2": "Test question 2?", "r5": "test-question, 5!"}
+    tuned = experiment(tmp_path, '[tuning]\ntrain = { "test" = "train" }\n', train_queries=train)
+    with pytest.raises(DatasetError, match=r"2 queries of train split .* are test queries .* e\.g\. 'r2', 'r5'"):
+        tuned.run(progress=False)
+    assert not (tuned.output_dir / "cells").exists()
+
+
+def test_the_same_question_is_the_same_words_after_the_harness_analysis():
+    """Case, punctuation (Latin and Arabic), diacritics and spacing are left out; one-letter words are not."""
+    test = {"t1": "ما هو أطول نهر في أفريقيا", "t2": "Is vitamin D linked to diabetes", "t3": "Type 1 diabetes"}
+    train = {
+        "a": "ما هو أطولُ نهرٍ في أفريقيا؟",  # diacritics and an Arabic question mark
+        "b": "is Vitamin D linked to diabetes?!",
+        "c": "Is vitamin E linked to diabetes",  # another question: one letter apart
+        "d": "Type 2 diabetes",
+        "e": "type   1 diabetes.",
+    }
+    assert train_overlap(test, train) == ["a", "b", "e"]
 
 
 def test_the_rrf_order_study_pairs_tuned_rows_of_each_order():

@@ -9,7 +9,7 @@ k = 100                             # the input's top k re-ranked (at most [expe
 batch_size = 32                     # pairs per CrossEncoder.predict batch
 ```
 
-The model folder is checked when the file is read (missing, or not a sequence-classification model: one
+The model folder is checked when the file is read (missing, or not a one-label sequence-classification model: one
 line naming it) and hashed (``folder_sha256``) into each rerank cell's id, so a model saved again to the
 same path is a new cell. The cells themselves are made by ``spec.experiment`` (one per dataset, after
 the cell they read); ``execution.rerank`` runs them.

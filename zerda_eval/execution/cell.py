@@ -47,6 +47,7 @@ from zerda_eval.evaluation.efficiency import (
 )
 from zerda_eval.evaluation.measures import evaluate_collection
 from zerda_eval.evaluation.tie_aware import TIE_AWARE_KEY, tie_aware_collection
+from zerda_eval.execution.machine import cpu
 from zerda_eval.execution.rerank import MODEL_LOAD_KEY, reranked_run
 from zerda_eval.execution.tuned_fusion import Judged, tuned_fusion_run
 from zerda_eval.execution.tuning import train_overlap, tuned_run
@@ -190,8 +191,9 @@ def check_collections(cells: list[CellSpec]) -> None:
 
 
 def check_held_out(cell: CellSpec, train: Mapping[str, Any]) -> None:
-    """A tuned cell's train split: the tuned dataset's documents, and none of its queries unless dropped."""
-    if load_cell_collection(train)[0].doc_ids != load_cell_collection(cell.config["dataset"])[0].doc_ids:
+    """A tuned cell's train split: the tuned dataset's documents (ids and texts), and none of its queries unless
+    dropped."""
+    if not same_documents(load_cell_collection(train)[0], load_cell_collection(cell.config["dataset"])[0]):
         raise DatasetError(
             f"[tuning].train: {train['id']!r} and {cell.dataset!r} do not hold the same documents, so a choice "
             "made on one says nothing of the other; give a train split of the same corpus"
@@ -205,6 +207,14 @@ def check_held_out(cell: CellSpec, train: Mapping[str, Any]) -> None:
             f"text), e.g. {examples}: a choice made on them is not held out; remove them from the train split, or "
             'set [tuning].overlap = "drop" to leave them out of the choice'
         )
+
+
+def same_documents(one: Any, other: Any) -> bool:
+    """Whether two collections hold the same corpus: the same ids with the same texts, in the same order (texts
+    compared one at a time, so a streamed corpus is never held whole)."""
+    if one.doc_ids != other.doc_ids or len(one.texts) != len(other.texts):
+        return False
+    return all(a == b for a, b in zip(one.texts, other.texts, strict=True))
 
 
 def _judged(collection: Any, qids: list[str], config: Mapping[str, Any]) -> Judged:
@@ -269,6 +279,7 @@ def _search(
     efficiency = Efficiency.from_timings(index_time, list(latencies.values()), memory.increment_mb())
     stats = {
         **system.stats,
+        "cpu": cpu(),  # a neural encoder's last digits depend on it (execution.machine)
         "peak_rss_scope": memory.scope,
         "threads": threads,
         LATENCY_KEY: {qid: seconds * 1000.0 for qid, seconds in latencies.items()},

@@ -1,6 +1,7 @@
 """Grid cells -> runs on disk -> one results table.
 
-``run_experiment`` writes ``experiment.json``, checks every dataset once, runs the cells (fusions after
+``run_experiment`` holds the run directory for its grid (``store.run_dir.held_by_grid``: a run of another
+grid meanwhile is refused), writes ``experiment.json``, checks every dataset once, runs the cells (fusions after
 their inputs) through an executor (``execution.executors``: serially or as Dask tasks) and rebuilds
 the results tables from every finished cell of the experiment, so a partial run (``--only``) never
 shrinks them. What one cell does is ``execution.cell.run_cell``.
@@ -24,7 +25,7 @@ from zerda_eval.faults import fault_point
 from zerda_eval.hashing import canonical_json
 from zerda_eval.store.build_costs import forget_rebuilt
 from zerda_eval.store.files import check_writable, remove_temp_files
-from zerda_eval.store.run_dir import finished_results, write_experiment_json, write_tables
+from zerda_eval.store.run_dir import finished_results, held_by_grid, write_experiment_json, write_tables
 
 
 def run_experiment(
@@ -44,6 +45,20 @@ def run_experiment(
     output_dir = experiment.output_dir
     check_writable(output_dir)
     check_writable(experiment.cache_dir, key="cache_dir")
+    with held_by_grid(output_dir, experiment.name, experiment.config_hash):
+        return _run_held(experiment, force, progress, on_cell, executor, systems)
+
+
+def _run_held(
+    experiment: ExperimentSpec,
+    force: bool,
+    progress: bool,
+    on_cell: Callable[[CellResult], None] | None,
+    executor: Executor | None,
+    systems: Mapping[str, Any] | None,
+) -> pd.DataFrame:
+    """``run_experiment``'s work, done while the run directory is held for this grid (``held_by_grid``)."""
+    output_dir = experiment.output_dir
     remove_temp_files(output_dir)
     forget_rebuilt()
     every_id = [cell.cell_id for cell in experiment.every_cell]

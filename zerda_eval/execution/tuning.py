@@ -1,7 +1,7 @@
 """A tuned cell: the grid point chosen without the queries it is scored on, assembled from finished runs.
 
 With a train split, the grid point with the best mean ``measure`` on the train split's queries answers
-every query; train queries that are test queries (same id or same text) are refused before any cell
+every query; train queries that are test queries (same id, or the same words: ``same_text``) are refused before any cell
 runs (``check_held_out``) or, with ``overlap = "drop"``, left out of the choice. Otherwise the queries
 are dealt into ``folds`` folds (a permutation drawn from the experiment's seed: reruns deal the same
 folds; queries with the same text are dealt together, so none is chosen on its own twin), and each
@@ -20,17 +20,21 @@ cells (two grid points of one fusion); peak RSS increment, the largest of them.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from retrieval.core.tokenize import normalize_arabic
 from zerda_eval.config.experiment import CellSpec
 from zerda_eval.errors import RunError
 from zerda_eval.evaluation.efficiency import PEAK_COLUMN, Efficiency, figure, largest, not_measured, row_costs
 from zerda_eval.ranking import Run
 from zerda_eval.store.run_dir import load_result, read_cell_per_query, read_cell_run
+
+WORD = re.compile(r"\w+")  # the seed tokenizer's runs without its two-character minimum
 
 
 def assign_folds(qids: Sequence[str], folds: int, seed: int, texts: Mapping[str, str] | None = None) -> dict[str, int]:
@@ -52,8 +56,10 @@ def assign_folds(qids: Sequence[str], folds: int, seed: int, texts: Mapping[str,
 
 
 def same_text(text: str) -> str:
-    """The key two queries share when they ask the same question: case and spacing left out."""
-    return " ".join(text.casefold().split())
+    """The key two queries share when they ask the same question: the words the harness's analysis reads
+    (its Arabic light normalisation, then word runs of the seed's tokenizer, lower-cased), so case, spacing,
+    punctuation and Arabic diacritics are left out; one-letter words are kept ("vitamin D" is not "vitamin E")."""
+    return " ".join(WORD.findall(normalize_arabic(text).casefold()))
 
 
 def train_overlap(test: Mapping[str, str], train: Mapping[str, str]) -> list[str]:

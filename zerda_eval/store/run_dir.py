@@ -11,6 +11,8 @@ Layout of ``output_dir``::
     results.csv, results.parquet    one row per finished cell
     per_query.parquet               every cell's per-query values, one long table
     locks/<cell_id>.lock            held while a process checks, computes or writes the cell
+    locks/running-<hash>.lock       held (shared) by every run of the grid whose config hashes to <hash>,
+                                    for the whole run: a run of another grid is refused meanwhile
 
 A cell counts as done only when its ``result.json`` verifies: it names the cell id, its own checksum
 (``content_hash`` of the rest of the document) matches, and so does the SHA-256 of each file it lists.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import fcntl
 import io
 import json
 from collections.abc import Iterator, Mapping
@@ -228,6 +231,51 @@ def per_query_table(output_dir: Path, cells: pd.DataFrame) -> pd.DataFrame:
 
 
 # --- experiment-level files -----------------------------------------------------------------------
+
+
+RUNNING_PREFIX = "running-"
+
+
+@contextlib.contextmanager
+def held_by_grid(output_dir: Path, name: str, config_hash: str) -> Iterator[None]:
+    """Hold ``output_dir`` for a run of the grid whose resolved config hashes to ``config_hash``, while the block runs.
+
+    Runs of the same grid share the directory (they share its cells under the cells' locks); a run of another grid
+    (an edited file, or another file with the same name and output_dir) started meanwhile would rewrite
+    ``experiment.json`` and the tables under this one, so it is a one-line ``ConfigError``. Each run holds a shared
+    ``flock`` on ``locks/running-<hash>.lock`` (released by the OS if the process dies); claims are made one at a
+    time under ``locks/owner``, where the marks of finished runs are removed.
+    """
+    locks = Path(output_dir) / "locks"
+    mine = locks / f"{RUNNING_PREFIX}{config_hash[:16]}.lock"
+    with build_lock(locks / "owner"):
+        for other in sorted(locks.glob(f"{RUNNING_PREFIX}*.lock")):
+            if other != mine and _in_use(other):
+                raise ConfigError(
+                    f"output_dir {output_dir} is in use by a run of another grid ({other.name}); experiment {name!r} "
+                    "would rewrite its experiment.json and tables: wait for that run to finish, or give this file "
+                    "another [experiment].output_dir"
+                )
+        handle = mine.open("a")
+        fcntl.flock(handle, fcntl.LOCK_SH)
+    try:
+        yield
+    finally:
+        handle.close()
+
+
+def _in_use(mark: Path) -> bool:
+    """Whether a live run holds ``mark``; one nobody holds (its run ended) is removed (called under the owner lock)."""
+    try:
+        with mark.open("a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            mark.unlink()
+    except FileNotFoundError:
+        pass
+    return False
 
 
 def write_experiment_json(output_dir: Path, config_hash: str, config: dict[str, Any], cell_ids: list[str]) -> None:

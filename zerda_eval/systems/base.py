@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from zerda_eval.checks import check_keys
 from zerda_eval.datasets.collection import NO_ANSWER_ID
-from zerda_eval.errors import ConfigError
+from zerda_eval.errors import ConfigError, RunError
 from zerda_eval.ranking import Ranking
 from zerda_eval.systems.params import ParamSpec
 
@@ -38,7 +38,7 @@ class System:
     param_specs: ClassVar[dict[str, ParamSpec]]
     timed: ClassVar[bool] = True  # False: its rankings come from elsewhere (a run file); latency not measured
     objects: Mapping[str, Any] = {}  # systems given to the Python API by name (family "python" reads them)
-    content: Mapping[str, Any] = {}  # this cell's ``content_key`` (a run file's path and hash)
+    content: Mapping[str, Any] = {}  # this cell's ``content_key`` (a run file's path and hash, an OpenVINO precision)
     label: str = ""  # the label of the grid cell it runs in (what messages about it name)
 
     def __init__(self, **params: Any):
@@ -75,8 +75,13 @@ class System:
 
     @classmethod
     def content_key(cls, params: Mapping[str, Any], dataset: str, where: str) -> dict[str, Any]:
-        """What the cell's numbers depend on besides params and code, on ``dataset`` (a run file's hash)."""
-        return {}
+        """What the cell's numbers depend on besides params and code, on ``dataset`` (a run file's hash; an encoder
+        on OpenVINO, the precision this CPU runs it in: ``encoders.machine_precision``)."""
+        if "embedder" not in params:
+            return {}
+        from zerda_eval.systems.encoders import machine_precision
+
+        return machine_precision(params)
 
     def index(self, collection: Any, cache_dir: Path | None = None) -> None:
         """Build the index over ``collection`` (a ``zerda_eval.datasets.Collection``).
@@ -93,6 +98,21 @@ class System:
         for embedder in embedders[:1]:  # a family encodes its corpus with one embedder
             self.stats["embedder"] = embedder.name
             self.stats["embedder_device"] = embedder.params.get("device", "cpu")
+            self._record_runtime(embedder.params)
+
+    def _record_runtime(self, params: Mapping[str, Any]) -> None:
+        """``stats["embedder_onnx"]``: the exported file and how its engine ran it (OpenVINO's precision last); a
+        precision other than the one the cell id was resolved for (``content_key``) is a ``RunError``."""
+        onnx = params.get("onnx")
+        if onnx is None:
+            return
+        self.stats["embedder_onnx"] = onnx
+        expected = self.content.get("openvino_precision")
+        if expected is not None and "-openvino-" in onnx and not onnx.endswith(f"-{expected}"):
+            raise RunError(
+                f"the encoder ran OpenVINO as {onnx.rsplit('-', 1)[-1]}, the cell was resolved for {expected} "
+                "($ZERDA_OPENVINO_PRECISION differs between the validation and this process); run with one setting"
+            )
 
     def analysis(self, collection: Any) -> Any:
         """The resolved analysis options on ``collection`` (recorded in ``stats["analysis"]``)."""

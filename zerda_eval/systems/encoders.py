@@ -9,7 +9,7 @@ families wrap the precomputed matrix in stores that score all documents with one
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -78,6 +78,22 @@ EMBEDDER_PARAMS = {
 # Embedders that take a precision (an int8 path) / a torch device.
 TAKES_PRECISION = frozenset({"e5-small", "minilm"})
 TAKES_DEVICE = frozenset({"minilm", "e5-small", "sentence-transformers"})
+
+
+def machine_precision(params: Mapping[str, Any]) -> dict[str, str]:
+    """``{"openvino_precision": ...}`` for an encoder whose numbers depend on the CPU's choice of precision (e5-small
+    at int8, alone or as ``neural``'s Arabic model, runs on OpenVINO: bfloat16 where the CPU has it, else or when
+    forced float32), so that cells of two precisions are two cells; ``{}`` for every other encoder."""
+    from retrieval.embeddings import EmbedderError
+
+    if params.get("precision") != "int8" or params["embedder"] not in (NEURAL_ARABIC, NEURAL):
+        return {}
+    from retrieval.embeddings.onnx_sessions import machine_precision as openvino_precision
+
+    try:
+        return {"openvino_precision": openvino_precision()}
+    except EmbedderError as exc:  # openvino missing, or a bad $ZERDA_OPENVINO_PRECISION
+        raise ConfigError(str(exc)) from None
 
 
 def check_embedder_options(params: dict[str, Any], where: str) -> None:

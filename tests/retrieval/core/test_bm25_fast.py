@@ -274,6 +274,16 @@ def test_a_document_order_that_is_not_a_permutation_is_refused_in_one_line(tmp_p
     assert "\n" not in str(raised.value)
 
 
+@pytest.mark.parametrize("terms", [["a", "b"], ["a", "b", "c", "d"]])
+def test_a_vocabulary_without_one_term_per_postings_list_is_refused_in_one_line(tmp_path, terms: list[str]) -> None:
+    """A truncated (or padded) ``vocabulary.json`` would map terms to other terms' postings."""
+    SparseBM25().fit([["a", "b"], ["b"], ["a", "a", "c"]]).save(tmp_path)
+    (tmp_path / "vocabulary.json").write_text(json.dumps(terms), encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"vocabulary\.json: {len(terms)} terms for 3 postings lists") as raised:
+        SparseBM25.load(tmp_path)
+    assert "\n" not in str(raised.value)
+
+
 @pytest.mark.parametrize("saved_format", [None, 3])
 def test_an_index_saved_in_another_format_is_refused_in_one_line(tmp_path, saved_format: int | None) -> None:
     """An index written by an older SparseBM25 (no lengths, a norm per document) must not load half-read."""

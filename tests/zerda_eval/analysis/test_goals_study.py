@@ -114,3 +114,18 @@ targets = [
     assert f"ext[tuned] reaches {tuned:.4f} mrr@10, short of 0.9000 (a made-up paper) by {0.9 - tuned:.4f}" in section
     assert "a better combiner might close it; needed: a better run file." in section
     assert "goals.svg" in section or "goals.png" in section
+
+
+@pytest.mark.parametrize(
+    ("measure", "needle"),
+    [
+        ("ndgc@10", "unknown measure 'ndgc@10' (did you mean 'ndcg@10'?)"),
+        ("P@5", "goals.targets[1].measure 'P@5' is not a measure of dataset 'test' (it computes ndcg@10, mrr@10)"),
+    ],
+)
+def test_a_goal_on_a_misspelt_or_uncomputed_measure_is_refused_at_validation(tmp_path, measure, needle):
+    tuning = '[tuning]\nmeasure = "mrr@10"\ntrain = { "test" = "train" }\n'
+    study = f'[study.goals]\ntargets = [{{ dataset = "test", measure = "{measure}", value = 0.9, source = "s" }}]\n'
+    with pytest.raises(ConfigError) as error:
+        experiment(tmp_path, tuning + study)
+    assert needle in str(error.value) and "\n" not in str(error.value)

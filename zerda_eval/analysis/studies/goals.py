@@ -2,10 +2,12 @@
 
 Configured by ``[study.goals]`` with ``targets``: one ``{ dataset, measure, value, source, needs }`` per
 goal (``source``: where the number comes from; ``needs``: what would close the gap, said when the goal is
-missed). Only tuned rows count (chosen without the queries they are scored on): the best of them on the
-dataset is compared with the goal. Beside it, the per-query oracle of every row of the dataset (each
-query's best value over all its rows, averaged): when even that stays below the goal, no choice or fusion
-among the signals run can reach it per query, and a stronger signal is needed.
+missed; ``measure``: a measure name the dataset computes, checked when the file is read, so a misspelt or
+uncomputed one is an error instead of a goal "not met"). Only tuned rows count (chosen without the queries
+they are scored on): the best of them on the dataset is compared with the goal. Beside it, the per-query
+oracle of every row of the dataset (each query's best value over all its rows, averaged): when even that
+stays below the goal, no choice or fusion among the signals run can reach it per query, and a stronger
+signal is needed.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from zerda_eval.analysis.studies.base import FinishedRun, StudyFigure, StudySect
 from zerda_eval.checks import check_keys, check_string
 from zerda_eval.config.tuning import TUNED
 from zerda_eval.errors import ConfigError
+from zerda_eval.evaluation.measures import parse_measure
 
 KEYS = ("targets",)
 TARGET_KEYS = ("dataset", "measure", "value", "source", "needs")
@@ -47,8 +50,9 @@ def parse(table: Mapping[str, Any], document: Mapping[str, Any], where: str) -> 
             f"{where}: study.goals.targets must be a non-empty list of "
             "{ dataset, measure, value, source[, needs] } tables"
         )
+    experiment_measures = document.get("experiment", {}).get("measures")
     datasets = {  # as the results name them: a dataset's label (resolved), or its name or id (as written)
-        entry.get("label") or entry.get("name") or entry.get("id")
+        entry.get("label") or entry.get("name") or entry.get("id"): entry.get("measures") or experiment_measures
         for entry in document.get("datasets", [])
         if isinstance(entry, Mapping)
     }
@@ -70,9 +74,20 @@ def parse(table: Mapping[str, Any], document: Mapping[str, Any], where: str) -> 
             raise ConfigError(f"{here}.value must be a number, got {value!r}")
         if datasets and target["dataset"] not in datasets:
             raise ConfigError(f"{here}.dataset {target['dataset']!r} is not a dataset of this experiment")
+        _check_measure(target["measure"], datasets.get(target["dataset"]), target["dataset"], here)
         needs = target.get("needs", "")
         out.append(Target(target["dataset"], target["measure"], float(value), target["source"], needs))
     return out
+
+
+def _check_measure(measure: str, computed: list[str] | None, dataset: str, here: str) -> None:
+    """A goal's measure must be a measure name and one its dataset computes (else it could never be met)."""
+    parse_measure(measure, f"{here}.measure")
+    if computed is not None and measure not in computed:
+        raise ConfigError(
+            f"{here}.measure {measure!r} is not a measure of dataset {dataset!r} (it computes "
+            f"{', '.join(computed)}); add it to [experiment].measures or that dataset's measures, or pick one of those"
+        )
 
 
 def compute(targets: list[Target], finished: FinishedRun) -> pd.DataFrame:
