@@ -123,3 +123,25 @@ def test_an_option_the_index_cannot_apply_is_a_one_line_config_error(params, mes
     with pytest.raises(ConfigError, match=message) as info:
         build_system("pipeline.dense", {"embedder": "wordllama", **params})
     assert "\n" not in str(info.value)
+
+
+def test_the_lean_dense_family_ranks_as_pipeline_dense_and_records_its_recall(scifact_beir, tmp_path) -> None:
+    """``dense`` holds no seed objects; its exact run is pipeline.dense's (whose scores are the same cosines
+    clipped to [0, 1]: compared where none is clipped), and an IVF cell's recall is its overlap with it."""
+    lean = {"name": "lean", "family": "dense", "params": {"embedder": "wordllama", "dim": 64}}
+    lean_ivf = {**lean, "name": "lean_ivf", "params": {**lean["params"], "index": "ivf", "nlist": 64, "nprobe": 2}}
+    spec = experiment(scifact_beir, tmp_path / "runs", [dense("seed"), lean, lean_ivf])
+    table = run_experiment(spec, progress=False).set_index("system")
+    cells = tmp_path / "runs" / "cells"
+    seed, exact, ivf = (
+        read_run(cells / table.loc[name, "cell_id"] / "run.trec") for name in ("seed", "lean", "lean_ivf")
+    )
+    scores = {}
+    for line in (cells / table.loc["seed", "cell_id"] / "run.trec").read_text().splitlines():
+        qid, _, _, _, score, _ = line.split()
+        scores.setdefault(qid, []).append(float(score))
+    unclipped = [qid for qid, values in scores.items() if min(values) > 0.0 and max(values) < 1.0]
+    assert len(unclipped) > 40
+    assert all(exact[qid] == seed[qid] for qid in unclipped)
+    shares = [len(set(ivf.get(qid, [])) & set(best)) / len(best) for qid, best in exact.items()]
+    assert table.loc["lean_ivf", "ann_recall"] == pytest.approx(sum(shares) / len(shares), abs=1e-12)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -270,9 +271,11 @@ class CorpusVectors:
 
         return finish_embeddings(embedder.embed(texts), len(texts), embedder.dim, embedder.name)
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
-        """Hex SHA-256 of (embedder, its params, the texts it embedded): names a persisted copy of these vectors."""
+        """Hex SHA-256 of (embedder, its params, the texts it embedded): names a persisted copy of these vectors.
+
+        Computed once (a streamed 8.8M-passage corpus is read again to hash it)."""
         from zerda_eval.store.embeddings import cache_key
 
         return cache_key(self.embedder, self._texts)
