@@ -1,7 +1,7 @@
 """Grid cells on Dask: the scheduler option, and a real LocalCluster on loopback giving serial's results.
 
 The grid (BM25 with two values of b, a sparse and a dense pipeline, the dense one through a FAISS IVF
-index too, and an RRF fusion of the sparse and exact dense ones)
+index too, the ``dense`` family through HNSW, and an RRF fusion of the sparse and exact dense ones)
 runs on a synthetic BEIR folder in tmp_path, once serially and once on ``local:2``: every run file
 must be byte-identical and every effectiveness number equal. A worker that dies in the middle of a
 cell (after leaving a stale run file and a temporary file) must be replaced by Dask's retry without
@@ -139,6 +139,7 @@ def experiment_factory(tiny_beir):
                     "family": "pipeline.dense",
                     "params": {"embedder": "lsa", "dim": 64, "index": "ivf", "nlist": 8, "nprobe": 2},
                 },
+                {"name": "dense_hnsw", "family": "dense", "params": {"embedder": "lsa", "dim": 64, "index": "hnsw"}},
             ],
             "fusions": [{"name": "rrf", "inputs": ["sparse", "dense"], "method": "rrf"}],
         }
