@@ -337,7 +337,7 @@ def main(argv: list[str] | None = None) -> Outcome:
         )
         with bench.stage(f"evaluate {name} ranx", "ranx.evaluate from dicts (Qrels + Run built)") as extra:
             values = ranx.evaluate(ranx.Qrels(corpus.qrels), ranx.Run({q: dict(h) for q, h in run.items()}), MEASURES)
-            extra["note"] += "; |ranx - ours| max " + f"{max(abs(values[m] - ours[m]) for m in MEASURES):.2e}"
+            extra["note"] += "; max abs(ranx - ours) " + f"{max(abs(values[m] - ours[m]) for m in MEASURES):.2e}"
     print(table(bench.stages))
     print(json.dumps({"same answers": checks, "load_average": os.getloadavg()}))
     return Outcome(bench.stages, checks)
