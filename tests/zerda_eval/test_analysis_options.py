@@ -84,7 +84,7 @@ def embedders_for(family: str, option: str) -> list[dict]:
         return [{}]
     if option == "lowercase":
         return [{"embedder": "wordllama"}]
-    if option in ("stemmer", "stopwords") and family in ("zerda.vector", "pipeline.dense"):
+    if option in ("stemmer", "stopwords") and family in ("zerda.vector", "pipeline.dense", "dense"):
         return [{"embedder": "lsa"}]  # their only tokenizer; with wordllama these options are refused
     return [{"embedder": "lsa"}, {"embedder": "wordllama"}]
 

@@ -1,6 +1,7 @@
 """Grid cells on Dask: the scheduler option, and a real LocalCluster on loopback giving serial's results.
 
-The grid (BM25 with two values of b, a sparse and a dense pipeline, and an RRF fusion of the last two)
+The grid (BM25 with two values of b, a sparse and a dense pipeline, the dense one through a FAISS IVF
+index too, the ``dense`` family through HNSW, and an RRF fusion of the sparse and exact dense ones)
 runs on a synthetic BEIR folder in tmp_path, once serially and once on ``local:2``: every run file
 must be byte-identical and every effectiveness number equal. A worker that dies in the middle of a
 cell (after leaving a stale run file and a temporary file) must be replaced by Dask's retry without
@@ -133,6 +134,12 @@ def experiment_factory(tiny_beir):
                 },
                 {"name": "sparse", "family": "pipeline.sparse"},
                 {"name": "dense", "family": "pipeline.dense", "params": {"embedder": "lsa", "dim": 64}},
+                {
+                    "name": "dense_ivf",
+                    "family": "pipeline.dense",
+                    "params": {"embedder": "lsa", "dim": 64, "index": "ivf", "nlist": 8, "nprobe": 2},
+                },
+                {"name": "dense_hnsw", "family": "dense", "params": {"embedder": "lsa", "dim": 64, "index": "hnsw"}},
             ],
             "fusions": [{"name": "rrf", "inputs": ["sparse", "dense"], "method": "rrf"}],
         }
@@ -176,8 +183,9 @@ def test_local_cluster_equals_serial(experiment_factory, local_executor, tmp_pat
     serial_table = run_experiment(serial, progress=False)
     dask_table = run_experiment(dask, progress=False, executor=local_executor)
     _assert_same_runs(tmp_path / "serial", tmp_path / "dask", len(serial.cells))
-    columns = ["dataset", "system", "cell_id", "ndcg@10", "recall@20"]
+    columns = ["dataset", "system", "cell_id", "ndcg@10", "recall@20", "ann_recall"]
     assert dask_table[columns].equals(serial_table[columns])
+    assert 0.0 < dask_table.set_index("system").loc["dense_ivf", "ann_recall"] < 1.0  # an approximation, measured
     # The fusion really fused: it differs from both of its inputs.
     by_system = dict(zip(dask_table["system"], dask_table["cell_id"], strict=True))
     runs = _cell_files(tmp_path / "dask")

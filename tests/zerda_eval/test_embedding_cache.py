@@ -259,3 +259,27 @@ def test_concurrent_callers_embed_a_corpus_once(tmp_path):
     assert sum(embedder.embedded for embedder in embedders) == len(TEXTS)
     for result in results:
         np.testing.assert_array_equal(result, results[0])
+
+
+def test_checking_a_mapped_corpus_file_holds_one_block_not_the_corpus(tmp_path):
+    """Issue 46: the finiteness check of an 8.8M x 384 file made a 3.4 GB temporary; it now goes block by block."""
+    import tracemalloc
+
+    from zerda_eval.store.embeddings import _load_valid
+
+    rows = np.ones((400_000, 64), dtype=np.float32)
+    np.save(tmp_path / "big.npy", rows)
+    del rows
+    tracemalloc.start()
+    try:
+        loaded = _load_valid(tmp_path / "big.npy", (400_000, 64), mmap=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert loaded is not None and isinstance(loaded, np.memmap)
+    assert peak < 8_000_000  # the corpus's bool mask would be 25.6 MB
+    bad = np.lib.format.open_memmap(tmp_path / "big.npy", mode="r+")
+    bad[399_999, 3] = np.nan
+    bad.flush()
+    del bad
+    assert _load_valid(tmp_path / "big.npy", (400_000, 64), mmap=True) is None

@@ -276,6 +276,7 @@ def _search(
             start = time.perf_counter()
             run.update(system.search({qid: text}, depth))
             latencies[qid] = time.perf_counter() - start
+    system.after_search()  # untimed: e.g. an approximate index's recall against exact search
     efficiency = Efficiency.from_timings(index_time, list(latencies.values()), memory.increment_mb())
     stats = {
         **system.stats,

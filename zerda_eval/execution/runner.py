@@ -89,9 +89,20 @@ def _run_held(
     return table
 
 
+ANN_RECALL_COLUMN = "ann_recall"
+
+
+def _ann_recall(result: Mapping[str, Any]) -> dict[str, float]:
+    """``{"ann_recall": r}`` for a cell searched through an approximate vector index (its recall against exact
+    search at the cell's depth, ``stats["vector_index"]``), else nothing: the column exists when one does."""
+    recall = result.get("stats", {}).get("vector_index", {}).get("recall")
+    return {} if recall is None else {ANN_RECALL_COLUMN: recall}
+
+
 def results_table(results: list[Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per cell: dataset, system, family, params (JSON), cell_id, means, efficiency, then each mean's
-    expected value and range over the orders of tied documents (``evaluation.tie_aware``)."""
+    """One row per cell: dataset, system, family, params (JSON), cell_id, means, efficiency (and ``ann_recall``
+    when a cell searched an approximate vector index), then each mean's expected value and range over the
+    orders of tied documents (``evaluation.tie_aware``)."""
     rows = []
     for result in results:
         config = result["config"]
@@ -108,6 +119,7 @@ def results_table(results: list[Mapping[str, Any]]) -> pd.DataFrame:
                 "cell_id": result["cell_id"],
                 **{m: means[m] for m in ordered},
                 **{k: figure(result["efficiency"].get(k)) for k in EFFICIENCY_COLUMNS},
+                **_ann_recall(result),
                 **tie_aware_columns(result, ordered),
             }
         )

@@ -11,6 +11,7 @@ from typing import Any
 
 from zerda_eval.errors import ConfigError, unknown_value_message
 from zerda_eval.systems.base import System
+from zerda_eval.systems.dense import Dense
 from zerda_eval.systems.learned_sparse import LearnedSparse
 from zerda_eval.systems.params import ParamSpec
 from zerda_eval.systems.pipeline import (
@@ -39,6 +40,7 @@ SYSTEMS: dict[str, type[System]] = {
         PipelineRouted,
         PipelineLateInteraction,
         LearnedSparse,
+        Dense,
         PythonSystem,
         RunFileSystem,
     )

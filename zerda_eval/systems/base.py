@@ -134,6 +134,10 @@ class System:
             run[qid] = self.answer(results, top)
         return run
 
+    def after_search(self) -> None:
+        """Called once after the timed queries: work that is no query's latency, e.g. an approximate index's
+        recall against exact search, recorded in ``stats``. Nothing by default."""
+
     def answer(self, results: Ranking, top: float | None) -> Ranking:
         """``results``, or the no-answer id alone when ``no_answer_threshold`` is set and ``top`` is below it."""
         threshold = self.params.get("no_answer_threshold")

@@ -11,12 +11,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from retrieval.core.dense import normalize_rows, top_k_rows
+from retrieval.core.dense import (
+    APPROXIMATE_INDEXES,
+    EF_CONSTRUCTION,
+    EF_SEARCH,
+    HNSW_M,
+    NPROBE,
+    PQ_M,
+    PQ_NBITS,
+    ApproximateIndex,
+    exact_top_k,
+    normalize_rows,
+)
 from zerda_eval.errors import ConfigError, RunError
 from zerda_eval.systems.analysis import LOWERCASE, NO_ANALYSIS, Analysis
 from zerda_eval.systems.params import ParamSpec
@@ -275,9 +287,11 @@ class CorpusVectors:
 
         return finish_embeddings(embedder.embed(texts), len(texts), embedder.dim, embedder.name)
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
-        """Hex SHA-256 of (embedder, its params, the texts it embedded): names a persisted copy of these vectors."""
+        """Hex SHA-256 of (embedder, its params, the texts it embedded): names a persisted copy of these vectors.
+
+        Computed once (a streamed 8.8M-passage corpus is read again to hash it)."""
         from zerda_eval.store.embeddings import cache_key
 
         return cache_key(self.embedder, self._texts)
@@ -295,19 +309,151 @@ class CorpusVectors:
             return finish_embeddings(embed_queries(e, [self.analysis.embedder_text(text)]), 1, e.dim, e.name)[0]
 
     def top_k(self, query_vector: Any, k: int) -> list[tuple[int, float]]:
-        """``[(row, cosine), ...]`` best first, ties by lower row."""
-        scores = (self.matrix @ np.asarray(query_vector, dtype=np.float32)).astype(np.float64)
-        rows, values = top_k_rows(scores[None, :], k)
-        return list(zip(rows[0].tolist(), values[0].tolist(), strict=True))
+        """``[(row, cosine), ...]`` best first, ties by lower row: exact, the memory-mapped corpus read in blocks."""
+        rows, values = exact_top_k(self.matrix, np.asarray(query_vector, dtype=np.float32)[None, :], k)
+        return list(zip(rows[0].tolist(), values[0].astype(np.float64).tolist(), strict=True))
+
+
+# Which vector index each approximate-index parameter belongs to (the rest refuse it: never ignored).
+INDEX_OPTIONS = {
+    "nlist": ("ivf", "ivfpq"),
+    "nprobe": ("ivf", "ivfpq"),
+    "pq_m": ("ivfpq",),
+    "pq_nbits": ("ivfpq",),
+    "hnsw_m": ("hnsw",),
+    "ef_construction": ("hnsw",),
+    "ef_search": ("hnsw",),
+}
+VECTOR_INDEX_PARAMS = {
+    "index": ParamSpec(
+        "exact",
+        "str",
+        "vector search: exact (every vector scored; a memory-mapped corpus read in blocks), or a FAISS "
+        "approximate index: ivf (IVF-Flat), ivfpq (IVF-PQ, compressed), hnsw; an approximate cell records its "
+        "recall against exact search in stats['vector_index'] (results column ann_recall); needs zerda-eval[faiss]",
+        choices=("exact", *APPROXIMATE_INDEXES),
+    ),
+    "nlist": ParamSpec(
+        None, "int", "ivf, ivfpq: inverted lists; default 4 * sqrt(corpus size)", optional=True, minimum=1
+    ),
+    "nprobe": ParamSpec(
+        None, "int", f"ivf, ivfpq: lists visited per query; default {NPROBE}", optional=True, minimum=1
+    ),
+    "pq_m": ParamSpec(
+        None, "int", f"ivfpq: sub-vectors per code (divides the dimension); default {PQ_M}", optional=True, minimum=1
+    ),
+    "pq_nbits": ParamSpec(
+        None, "int", f"ivfpq: bits per sub-vector code; default {PQ_NBITS}", optional=True, minimum=1, maximum=16
+    ),
+    "hnsw_m": ParamSpec(None, "int", f"hnsw: neighbours per node; default {HNSW_M}", optional=True, minimum=2),
+    "ef_construction": ParamSpec(
+        None, "int", f"hnsw: candidates kept while building; default {EF_CONSTRUCTION}", optional=True, minimum=1
+    ),
+    "ef_search": ParamSpec(
+        None,
+        "int",
+        f"hnsw: candidates kept per query (at least the depth); default {EF_SEARCH}",
+        optional=True,
+        minimum=1,
+    ),
+}
+
+
+def check_vector_index(params: dict[str, Any], where: str) -> None:
+    """An approximate-index parameter given for an index that does not use it is a ``ConfigError``."""
+    for name, owners in INDEX_OPTIONS.items():
+        if params[name] is not None and params["index"] not in owners:
+            raise ConfigError(
+                f"{where}.{name}: applies to index = {' or '.join(map(repr, owners))}, not {params['index']!r}; "
+                "remove it or choose that index"
+            )
+
+
+_BUILT: dict[tuple, tuple[ApproximateIndex, float]] = {}  # the last approximate index built, and its cost (s)
+
+
+class VectorSearch:
+    """Top-k over a corpus's ``CorpusVectors``: exact, or through the approximate index ``params["index"]`` names.
+
+    An approximate search keeps each query's vector and the rows it returned, so that ``recall`` (run
+    after the timed queries) measures, per query, the share of exact search's top k the index found.
+    The index is built once per process for a corpus and its build parameters (a grid over ``nprobe`` or
+    ``ef_search`` reuses it); the cell's ``index_build_s`` counts its build on every cell.
+    """
+
+    def __init__(self, vectors: CorpusVectors, params: dict[str, Any]):
+        self.vectors = vectors
+        self.kind = params.get("index", "exact")  # families without the parameter search exactly
+        self.approximate: ApproximateIndex | None = None
+        self._served: dict[bytes, tuple[np.ndarray, np.ndarray, int]] = {}
+        if self.kind != "exact":
+            options = {name: params[name] for name, owners in INDEX_OPTIONS.items() if self.kind in owners}
+            self.approximate = self._built({name: value for name, value in options.items() if value is not None})
+
+    def _built(self, options: dict[str, Any]) -> ApproximateIndex:
+        from zerda_eval.hashing import canonical_json
+        from zerda_eval.store.build_costs import costed, record_build
+
+        search_time = {"nprobe", "ef_search"}
+        built = {name: value for name, value in options.items() if name not in search_time}
+        key = (self.vectors.fingerprint, self.kind, canonical_json(built))
+        entry = f"vector index {self.kind} {canonical_json(built)} of {self.vectors.fingerprint[:16]}"
+        if key not in _BUILT:
+            _BUILT.clear()  # one corpus's index at a time, as the corpus vectors
+            index = ApproximateIndex(self.kind, **built)
+            try:
+                _BUILT[key] = costed(lambda: index.build(self.vectors.matrix), entry)
+            except ValueError as exc:
+                raise RunError(f"index = {self.kind!r}: {exc}") from None
+        else:
+            record_build(_BUILT[key][1], 0.0, entry)
+        index = _BUILT[key][0]
+        index.nprobe = options.get("nprobe", index.nprobe)
+        index.ef_search = options.get("ef_search", index.ef_search)
+        return index
+
+    def top_k(self, query_vector: Any, k: int) -> list[tuple[int, float]]:
+        """``[(row, cosine), ...]`` best first (ties by lower row): exact, or what the approximate index found."""
+        if self.approximate is None:
+            return self.vectors.top_k(query_vector, k)
+        query = np.asarray(query_vector, dtype=np.float32)
+        rows, scores = self.approximate.search(query[None, :], k)
+        found = rows[0] >= 0
+        rows, scores = rows[0][found], scores[0][found]
+        self._served[query.tobytes()] = (query, rows, k)
+        return list(zip(rows.tolist(), scores.astype(np.float64).tolist(), strict=True))
+
+    def describe(self) -> dict[str, Any]:
+        """The index that ran and its parameters; an approximate one's recall against exact search.
+
+        ``recall``: mean over the distinct queries searched of |approximate top k ∩ exact top k| / |exact
+        top k|, k the depth each was searched to (``recall_k``; exact search's top k, ties by lower row);
+        ``recall_at_10`` the same over the first 10 of each.
+        """
+        if self.approximate is None:
+            return {"index": "exact"}
+        described: dict[str, Any] = {"index": self.kind, **self.approximate.settings()}
+        if not self._served:
+            return described
+        served = list(self._served.values())
+        depth = max(k for _, _, k in served)
+        exact, _ = exact_top_k(self.vectors.matrix, np.stack([query for query, _, _ in served]), depth)
+        for name, cut in (("recall", None), ("recall_at_10", 10)):
+            shares = []
+            for (_, got, k), best in zip(served, exact, strict=True):
+                width = min(k, cut or k, len(best))
+                shares.append(len(set(got[:width].tolist()) & set(best[:width].tolist())) / max(1, width))
+            described[name] = float(np.mean(shares))
+        return described | {"recall_k": depth, "recall_queries": len(served)}
 
 
 class MatrixVectorStore:
-    """seed 004 ``VectorStore`` over precomputed vectors: ``search`` is one matrix product.
+    """seed 004 ``VectorStore`` over precomputed vectors: ``search`` is a matrix product (or an approximate index).
 
-    Results equal ``InMemoryVectorStore`` with cosine on unit vectors (ties by insertion order).
+    With exact search, results equal ``InMemoryVectorStore`` with cosine on unit vectors (ties by insertion order).
     """
 
-    def __init__(self, item_ids: Sequence[str], vectors: CorpusVectors):
+    def __init__(self, item_ids: Sequence[str], vectors: CorpusVectors | VectorSearch):
         self.item_ids = list(item_ids)
         self.vectors = vectors
 

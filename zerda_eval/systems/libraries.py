@@ -2,7 +2,7 @@
 
 Read from the parameters alone, before anything runs: ``embedder`` / ``token_encoder`` / ``sparse_encoder``
 name the model (``neural`` may run either of minilm and e5-small, chosen from the corpus, so both count), ``backend``
-the vector database. Names are distributions, as ``importlib.metadata`` knows them.
+the vector database, an ``index`` other than exact FAISS. Names are distributions, as ``importlib.metadata`` knows them.
 """
 
 from __future__ import annotations
@@ -38,4 +38,6 @@ def optional_libraries(params: Mapping[str, Any]) -> tuple[str, ...]:
     backend = params.get("backend")
     if isinstance(backend, str):
         found += BACKEND_LIBRARIES.get(backend, ())
+    if params.get("index", "exact") != "exact":  # an approximate vector index (pipeline.dense) is FAISS's
+        found += BACKEND_LIBRARIES["faiss"]
     return tuple(dict.fromkeys(found))

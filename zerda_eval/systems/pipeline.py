@@ -27,10 +27,13 @@ from zerda_eval.systems.analysis import ANALYZER_PARAMS, LOWERCASE, check_token_
 from zerda_eval.systems.base import System
 from zerda_eval.systems.encoders import (
     EMBEDDER_PARAMS,
+    VECTOR_INDEX_PARAMS,
     CorpusVectors,
     MatrixVectorStore,
     MiniLMTokenEncoder,
+    VectorSearch,
     WordLlamaTokenEncoder,
+    check_vector_index,
     corpus_vectors,
     maxsim,
 )
@@ -94,13 +97,15 @@ class PipelineSystem(System):
         return sparse
 
     def _dense(self, collection: Any, cache_dir: Path | None) -> tuple[DenseRetriever, CorpusVectors]:
+        """The dense retriever over the collection's vectors, searched as ``params["index"]`` says (else exact)."""
         analysis = self.analysis(collection)
         vectors = corpus_vectors(self.params, collection.texts, cache_dir, analysis)
         contexts = InMemoryContextStore()
         for item in self._items:
             contexts.add(item)
-        dense = DenseRetriever(MatrixVectorStore(collection.doc_ids, vectors), contexts, embed_fn=vectors.embed_query)
-        return dense, vectors
+        self._vector_search = VectorSearch(vectors, self.params)
+        store = MatrixVectorStore(collection.doc_ids, self._vector_search)
+        return DenseRetriever(store, contexts, embed_fn=vectors.embed_query), vectors
 
 
 class PipelineSparse(PipelineSystem):
@@ -115,18 +120,24 @@ class PipelineSparse(PipelineSystem):
 
 
 class PipelineDense(PipelineSystem):
-    """seed 004 ``DenseRetriever`` over the collection's cached offline embeddings."""
+    """seed 004 ``DenseRetriever`` over the collection's cached offline embeddings, exact or through a FAISS
+    approximate index (``index``); ``stats["vector_index"]`` names the index and, for an approximate one,
+    its recall against exact search on the queries the cell ran (computed after them, in no latency)."""
 
     family = "pipeline.dense"
     description = "pipeline DenseRetriever (cosine over offline embeddings)"
-    param_specs: ClassVar[dict[str, ParamSpec]] = {**EMBEDDER_PARAMS, **ANALYZER_PARAMS}
+    param_specs: ClassVar[dict[str, ParamSpec]] = {**EMBEDDER_PARAMS, **ANALYZER_PARAMS, **VECTOR_INDEX_PARAMS}
 
     @classmethod
     def check_combination(cls, params: dict[str, Any], where: str) -> None:
         check_token_options_reach_a_tokenizer(params, where)
+        check_vector_index(params, where)
 
     def _build(self, collection: Any, cache_dir: Path | None) -> Any:
         return self._dense(collection, cache_dir)[0]
+
+    def after_search(self) -> None:
+        self.stats["vector_index"] = self._vector_search.describe()
 
 
 class PipelineHybrid(PipelineSystem):
