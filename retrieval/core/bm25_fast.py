@@ -27,7 +27,7 @@ lower doc index, on the six bundled datasets).
 
 Three more traversals (term at a time and document at a time, MaxScore with block bounds; impacts by blocks
 taken highest bound first) were measured and removed in issue 45: none won a bucket of query length or
-frequency at any size (benchmarks/results.md, issue 35 rounds 3 and 5; their code is in the history before it).
+frequency at any size (benchmarks/results.md, issue 35 rounds 3 and 5; the last commit with them: 8952906).
 
 ``fit`` streams the corpus in chunks (never more than one chunk's tokens, plus the finished chunks' postings at
 five bytes each, in memory: at most twice the final lists while they are placed); ``save`` writes ``.npy``
@@ -440,14 +440,8 @@ def search_impact(index, terms, counts, k, local, candidates, out_docs, out_scor
     ``index`` is a ``KernelIndex``; ``local`` (uint16, ``impact_buffer_length`` long) is zero on entry and left
     zero; ``candidates`` (int32) has one slot per document.
     """
-    indptr, doc_ids, tfs, idf, length_norm, lengths = (
-        index.indptr,
-        index.doc_ids,
-        index.tfs,
-        index.idf,
-        index.length_norm,
-        index.lengths,
-    )
+    indptr, doc_ids, tfs, idf = index.indptr, index.doc_ids, index.tfs, index.idf
+    length_norm, lengths = index.length_norm, index.lengths
     if counts.sum() > IMPACT_MAX_WORDS:
         return False
     n_candidates = _impact_candidates(index, terms, counts, k, local, candidates)
@@ -477,14 +471,8 @@ def _search_exhaustive(index, terms, counts, k, acc, touched, out_docs, out_scor
     ``index`` is a ``KernelIndex``. ``acc`` (float64) and ``touched`` (int32) have one slot per document;
     ``acc`` is zero on entry.
     """
-    indptr, doc_ids, tfs, idf, length_norm, lengths = (
-        index.indptr,
-        index.doc_ids,
-        index.tfs,
-        index.idf,
-        index.length_norm,
-        index.lengths,
-    )
+    indptr, doc_ids, tfs, idf = index.indptr, index.doc_ids, index.tfs, index.idf
+    length_norm, lengths = index.length_norm, index.lengths
     weights, dense_slot, dense_rows, original = index.weights, index.dense_slot, index.dense_rows, index.original_ids
     k1_plus_1, n_docs, materialised = index.k1_plus_1, len(lengths), len(index.weights) > 0
     # A query with few postings keeps a list of the documents it touched; a longer one scans the whole corpus.
