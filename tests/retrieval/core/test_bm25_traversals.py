@@ -23,6 +23,7 @@ from retrieval.core.bm25_fast import (
     IMPACT_MAX_WORDS,
     IMPACT_TABLE_TF,
     TRAVERSALS,
+    KernelIndex,
     SparseBM25,
     _scatter_impacts,
 )
@@ -178,7 +179,7 @@ def test_impacts_are_the_reference_weights_rounded_to_the_step() -> None:
     corpus, _ = zipf_corpus(11, 3000)
     corpus += [["w1", "often"], ["often"] * 12, ["w2"] * 3 + ["often"] * 9]  # tfs beyond the per-length table
     index, reference = SparseBM25().fit(corpus), BM25Index().fit(corpus)
-    expected, kernel_index = reference_impacts(index, reference), index._kernel_index()
+    expected, kernel_index = reference_impacts(index, reference), KernelIndex(*index._kernel_fields())
     table = np.zeros(IMPACT_TABLE_TF, np.int64)
     n_columns = 0
     for row, impacts in expected.items():
