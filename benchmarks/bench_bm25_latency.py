@@ -12,7 +12,7 @@ answered.
     python benchmarks/bench_bm25_latency.py                                    # 10k, 100k, 200k; both corpora
     python benchmarks/bench_bm25_latency.py --passages 1000000                  # the 1M rows (~6 GB peak)
     python benchmarks/bench_bm25_latency.py --passages 10000000 --no-peer      # 10M, ours alone (streamed)
-    python benchmarks/bench_bm25_latency.py --traversal taat                   # force one traversal
+    python benchmarks/bench_bm25_latency.py --traversal exhaustive             # force one traversal
 
 With ``--no-peer`` the corpus is streamed into ``SparseBM25.fit`` and never held (bm25s needs it whole).
 """

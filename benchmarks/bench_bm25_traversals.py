@@ -5,11 +5,11 @@ For each corpus (``bm25_corpora``) and size, one index (default settings, so mat
 "auto", one query per call, best of ``--repeat`` calls, after checking that all of them return the exhaustive
 traversal's arrays. Printed: p50 / p95 / p99 ms per traversal, the per-query best of them (what a perfect rule
 would get), and by the number of the query's common terms (each in at least ``COMMON_DF_SHARE`` of the
-documents) the median and p90 of each pruning traversal (term at a time, document at a time, impact, impact by
-blocks). ``--traversals`` times only some (the exhaustive arrays are still the reference).
+documents) the median and p90 of the pruning traversal (impact). ``--traversals`` times only some (the
+exhaustive arrays are still the reference).
 
     python benchmarks/bench_bm25_traversals.py --passages 200000 1000000
-    python benchmarks/bench_bm25_traversals.py --passages 10000000 --corpus real --traversals impact impact_blocks
+    python benchmarks/bench_bm25_traversals.py --passages 10000000 --corpus real --traversals impact
 """
 
 from __future__ import annotations

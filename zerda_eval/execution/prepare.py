@@ -4,7 +4,7 @@
 - each neural model the grid encodes with loaded, which makes its stored ONNX files (``retrieval.embeddings.
   onnx_export``: e5-small's int8 file, minilm's), and one query encoded (the tokenizer's compiled kernels);
 - the numba kernels the harness runs, compiled into numba's cache: BM25 (``SparseBM25`` fitted, saved and
-  memory-mapped as the index store serves it, every traversal, one query per call as the grid times them,
+  memory-mapped as the index store serves it, both traversals, one query per call as the grid times them,
   one- and two-byte document lengths: the widths ``fit`` picks for real corpora) and the measure kernel. A
   kernel called another way (a batch of queries, two-byte term frequencies, an index in memory through the
   Python API) still compiles in the run, once per machine.

@@ -1,12 +1,11 @@
-"""Every SparseBM25 traversal (exhaustive, term at a time, document at a time, impact, impact by blocks)
-against the reference BM25Index.
+"""Both SparseBM25 traversals (exhaustive, impact) against the reference BM25Index.
 
 Hypothesis draws corpora with skewed vocabularies (a few words in most documents, as stopwords are), repeated
 words in documents and queries, empty documents and queries, and ``k`` above the number of matches; tiny
-posting blocks, document windows and impact blocks put their boundaries everywhere. Each traversal must return
-the reference's top-k with scores to 1e-12 relative, and all traversals the very same arrays (one summation
-order, one tie rule: higher score first, then lower document index). The impact traversals answer a query
-exhaustively when their integer sums can exclude no document, and count it so (``counted``).
+blocks of impact sums put their boundaries everywhere. Each traversal must return the reference's top-k with
+scores to 1e-12 relative, and both the very same arrays (one summation order, one tie rule: higher score first,
+then lower document index). The impact traversal answers a query exhaustively when its integer sums can exclude
+no document, and counts it so (``counted``).
 """
 
 from __future__ import annotations
@@ -20,13 +19,12 @@ from hypothesis import strategies as st
 
 from retrieval.core import BM25Index
 from retrieval.core.bm25_fast import (
-    BLOCK_POSTINGS,
     IMPACT_LEVELS,
     IMPACT_MAX_WORDS,
     IMPACT_TABLE_TF,
     TRAVERSALS,
+    KernelIndex,
     SparseBM25,
-    _impact_block_bounds,
     _scatter_impacts,
 )
 
@@ -38,21 +36,18 @@ corpora = st.lists(documents, min_size=1, max_size=60)
 queries = st.lists(skewed_words | st.just("unseen"), max_size=7)
 
 
-def forced(
-    corpus: list[list[str]], traversal: str, materialised: bool, block: int, window: int, impact_block: int = 3
-) -> SparseBM25:
-    """An index of ``corpus`` that answers every query through ``traversal``, with tiny blocks and windows."""
+def forced(corpus: list[list[str]], traversal: str, materialised: bool, impact_block: int = 3) -> SparseBM25:
+    """An index of ``corpus`` that answers every query through ``traversal``, its impacts summed in tiny blocks."""
     index = SparseBM25(traversal=traversal)
     index.materialise_max_postings = 1 << 40 if materialised else 0
-    index.block_postings, index.window_docs, index.impact_block_docs = block, window, impact_block
     index.impact_stream_docs = impact_block
     return index.fit(corpus)
 
 
 def counted(index: SparseBM25, traversal: str, n_queries: int) -> bool:
-    """Whether ``index`` counted its ``n_queries`` queries under ``traversal`` (the impact traversals: or under
-    exhaustive, for the queries their sums could not prune)."""
-    allowed = {traversal, "exhaustive"} if traversal.startswith("impact") else {traversal}
+    """Whether ``index`` counted its ``n_queries`` queries under ``traversal`` (the impact traversal: or under
+    exhaustive, for the queries its sums could not prune)."""
+    allowed = {traversal, "exhaustive"}
     return set(index.traversals) <= allowed and sum(index.traversals.values()) == n_queries
 
 
@@ -74,15 +69,13 @@ def assert_reference_top_k(docs: np.ndarray, scores: np.ndarray, reference: BM25
     batch=st.lists(queries, min_size=1, max_size=4),
     k=st.integers(1, 70),
     materialised=st.booleans(),
-    block=st.integers(1, 4),
-    window=st.integers(1, 8),
     impact_block=st.integers(1, 70),
 )
-def test_every_traversal_returns_the_reference_top_k(corpus, batch, k, materialised, block, window, impact_block):
+def test_every_traversal_returns_the_reference_top_k(corpus, batch, k, materialised, impact_block):
     reference = BM25Index().fit(corpus)
     results = {}
     for traversal in TRAVERSALS:
-        index = forced(corpus, traversal, materialised, block, window, impact_block)
+        index = forced(corpus, traversal, materialised, impact_block)
         docs, scores = index.top_k_batch(batch, k)
         assert docs.shape == (len(batch), min(k, len(corpus)))
         assert counted(index, traversal, len(batch))
@@ -104,39 +97,23 @@ def zipf_corpus(seed: int, n_docs: int) -> tuple[list[list[str]], list[list[str]
     return draw(n_docs, 5, 40), draw(60, 1, 12)
 
 
-@pytest.mark.parametrize("traversal", ["taat", "daat", "impact", "impact_blocks"])
-def test_pruned_traversals_equal_the_exhaustive_one_on_a_zipfian_corpus(traversal: str) -> None:
-    """Default blocks and windows (impact blocks of 256 documents: 24 of them), thousands of documents: pruning
-    happens, the arrays stay identical."""
+def test_the_impact_traversal_equals_the_exhaustive_one_on_a_zipfian_corpus() -> None:
+    """Impact sums in blocks of 256 documents (24 of them), thousands of documents: pruning happens, the arrays
+    stay identical."""
     corpus, asked = zipf_corpus(7, 6000)
     exhaustive = SparseBM25(traversal="exhaustive")
     exhaustive.materialise_max_postings = 0
-    pruned = SparseBM25(traversal=traversal)
-    pruned.materialise_max_postings, pruned.impact_block_docs, pruned.impact_stream_docs = 0, 256, 256
+    pruned = SparseBM25(traversal="impact")
+    pruned.materialise_max_postings, pruned.impact_stream_docs = 0, 256
     exhaustive.fit(corpus), pruned.fit(corpus)
     for k in (1, 10, 100):
         expected, got = exhaustive.top_k_batch(asked, k), pruned.top_k_batch(asked, k)
         assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
-    assert pruned.traversals[traversal] > len(asked)  # it ran, not only its exhaustive fallback
+    assert pruned.traversals["impact"] > len(asked)  # it ran, not only its exhaustive fallback
     reference = BM25Index().fit(corpus)
     docs, scores = pruned.top_k_batch(asked, 10)
     for row, query in enumerate(asked):
         assert_reference_top_k(docs[row], scores[row], reference, query, 10)
-
-
-def test_block_bounds_are_each_blocks_largest_reference_weight() -> None:
-    """``block_upper`` against the reference's own posting weights (``BM25Index`` stores them per term)."""
-    corpus, _ = zipf_corpus(3, 3000)
-    index, reference = SparseBM25().fit(corpus), BM25Index().fit(corpus)
-    by_length = sorted(range(len(corpus)), key=lambda doc: (len(corpus[doc]), doc))  # the index's numbering
-    assert index.original_ids.tolist() == by_length
-    internal = {doc: position for position, doc in enumerate(by_length)}
-    for term, row in list(index.vocabulary.items())[:300]:
-        weights = [weight for _, weight in sorted((internal[doc], w) for doc, w in reference._postings[term])]
-        first = index._block_indptr[row]
-        for block, start in enumerate(range(0, len(weights), BLOCK_POSTINGS)):
-            assert index.block_upper[first + block] == max(weights[start : start + BLOCK_POSTINGS])
-    assert index.nbytes >= index.block_upper.nbytes > 0
 
 
 @pytest.mark.parametrize("materialised", [True, False])
@@ -167,13 +144,12 @@ def test_auto_chooses_impacts_unless_a_query_has_few_postings_and_counts_each_ch
 
 
 def test_impact_sums_made_in_blocks_of_any_size_give_the_exhaustive_arrays() -> None:
-    """Pass 1 makes its sums ``impact_stream_docs`` documents at a time (a uint16 buffer of the larger of that and
-    ``impact_block_docs``, in whole chunks, never longer than the index): the whole index in one block, then
-    blocks of 300 and of 1,000 set between queries on the same index; every time the arrays are the
-    exhaustive traversal's."""
+    """Pass 1 makes its sums ``impact_stream_docs`` documents at a time (a uint16 buffer of that many, in whole
+    chunks, never longer than the index): the whole index in one block, then blocks of 300 and of 1,000 set
+    between queries on the same index; every time the arrays are the exhaustive traversal's."""
     corpus, asked = zipf_corpus(23, 4000)
     index = SparseBM25(traversal="impact")
-    index.materialise_max_postings, index.impact_block_docs = 0, 256
+    index.materialise_max_postings = 0
     index.fit(corpus)
     expected = SparseBM25(traversal="exhaustive").fit(corpus).top_k_batch(asked, 10)
     assert index.n_docs == 4000
@@ -183,51 +159,6 @@ def test_impact_sums_made_in_blocks_of_any_size_give_the_exhaustive_arrays() -> 
         assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
         assert len(index._scratch()[2]) == buffer
     assert index.traversals["impact"] > 2 * len(asked)
-
-
-def test_impacts_by_blocks_keep_the_block_size_their_maxima_were_made_with() -> None:
-    """Forced ``impact_blocks`` on blocks of 512 documents, the block size then set to 7 after fit: the block
-    maxima keep the size they were made with, and the arrays are the exhaustive traversal's."""
-    corpus, asked = zipf_corpus(5, 4000)
-    blocks = SparseBM25(traversal="impact_blocks")
-    blocks.materialise_max_postings, blocks.impact_block_docs = 0, 512
-    blocks.fit(corpus)
-    blocks.impact_block_docs = 7
-    exhaustive = SparseBM25(traversal="exhaustive").fit(corpus)
-    got, expected = blocks.top_k_batch(asked, 10), exhaustive.top_k_batch(asked, 10)
-    assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
-    assert blocks.traversals["impact_blocks"] > len(asked) // 2
-
-
-def test_impact_block_bounds_are_each_blocks_largest_sum_of_term_maxima() -> None:
-    """A block's bound is, over the query's terms, ``count`` times the term's largest impact in the block: checked
-    against block maxima taken in Python from each posting's impact, for column and posting-list terms alike."""
-    corpus, _ = zipf_corpus(17, 3000)
-    index = SparseBM25()
-    index.impact_block_docs = 100
-    index.fit(corpus)
-    n_blocks = -(-index.n_docs // 100)
-    rows = sorted(index.vocabulary.values(), key=lambda row: -(index.indptr[row + 1] - index.indptr[row]))
-    terms = np.array(sorted([*rows[:3], *rows[40:43], rows[-1]]), dtype=np.int64)  # frequent, middling, rare
-    counts = np.array([1.0, 2.0, 1.0, 3.0, 1.0, 1.0, 2.0])
-    assert 0 < sum(index._impact_slot[terms] >= 0) < len(terms)  # both kinds of term
-    expected = np.zeros(n_blocks, dtype=np.int64)
-    impacts = reference_impacts(index, BM25Index().fit(corpus))
-    for term, count in zip(terms.tolist(), counts.tolist(), strict=True):
-        tops = [0] * n_blocks
-        for doc, impact in impacts[term].items():
-            tops[doc // 100] = max(tops[doc // 100], impact)
-        expected += int(count) * np.array(tops)
-        if index._impact_slot[term] >= 0:
-            assert index._impact_block_max[index._impact_slot[term]].tolist() == tops
-    bounds, starts = _impact_block_bounds(index._kernel_input(), terms, counts, n_blocks, 100)
-    assert bounds.tolist() == expected.tolist()
-    for i, term in enumerate(terms.tolist()):
-        if index._impact_slot[term] < 0:
-            assert starts[i, 0] == index.indptr[term] and starts[i, n_blocks] == index.indptr[term + 1]
-            for block in range(n_blocks):
-                inside = index.doc_ids[starts[i, block] : starts[i, block + 1]] // 100
-                assert np.all(inside == block)
 
 
 def reference_impacts(index: SparseBM25, reference: BM25Index) -> dict[int, dict[int, int]]:
@@ -248,7 +179,7 @@ def test_impacts_are_the_reference_weights_rounded_to_the_step() -> None:
     corpus, _ = zipf_corpus(11, 3000)
     corpus += [["w1", "often"], ["often"] * 12, ["w2"] * 3 + ["often"] * 9]  # tfs beyond the per-length table
     index, reference = SparseBM25().fit(corpus), BM25Index().fit(corpus)
-    expected, kernel_input = reference_impacts(index, reference), index._kernel_input()
+    expected, kernel_index = reference_impacts(index, reference), KernelIndex(*index._kernel_fields())
     table = np.zeros(IMPACT_TABLE_TF, np.int64)
     n_columns = 0
     for row, impacts in expected.items():
@@ -261,12 +192,12 @@ def test_impacts_are_the_reference_weights_rounded_to_the_step() -> None:
         start, end = index.indptr[row], index.indptr[row + 1]
         for count in (1, 3):
             local = np.zeros(index.n_docs, np.uint16)
-            _scatter_impacts(kernel_input, row, np.uint16(count), start, end, 0, local, table, -1)
+            _scatter_impacts(kernel_index, row, np.uint16(count), start, end, 0, local, table, -1)
             assert local.tolist() == (count * wanted).tolist()
         # In two calls, the second going on from the first one's length and table (as pass 1 reads a list).
         local, middle = np.zeros(index.n_docs, np.uint16), (start + end) // 2
-        length = _scatter_impacts(kernel_input, row, np.uint16(1), start, middle, 0, local, table, -1)
-        _scatter_impacts(kernel_input, row, np.uint16(1), middle, end, 0, local, table, length)
+        length = _scatter_impacts(kernel_index, row, np.uint16(1), start, middle, 0, local, table, -1)
+        _scatter_impacts(kernel_index, row, np.uint16(1), middle, end, 0, local, table, length)
         assert local.tolist() == wanted.tolist()
     assert 0 < n_columns == len(index._impact_columns) < len(index.vocabulary)
     often = index.vocabulary["often"]
@@ -291,22 +222,19 @@ def near_ties(seed: int, n_docs: int) -> tuple[list[list[str]], list[list[str]]]
     n_docs=st.integers(20, 150),
     k=st.integers(1, 8),
     materialised=st.booleans(),
-    traversal=st.sampled_from(["impact", "impact_blocks"]),
     impact_block=st.integers(1, 40),
 )
-def test_the_impact_traversals_return_the_reference_top_k_among_near_ties(
-    seed, n_docs, k, materialised, traversal, impact_block
-):
+def test_the_impact_traversal_returns_the_reference_top_k_among_near_ties(seed, n_docs, k, materialised, impact_block):
     """Small ``k`` over many near-tied documents, repeated query words: the integer sums' candidates must hold
     every document that reaches the top k (on these corpora about one batch in five needs the margin of the
-    query's word count: without it, 57 of 300 batches differ), and ties go to the lower corpus position; by
-    blocks, whichever block the k largest sums and the candidates fall in."""
+    query's word count: without it, 57 of 300 batches differ), and ties go to the lower corpus position,
+    whichever block the k largest sums and the candidates fall in."""
     corpus, batch = near_ties(seed, n_docs)
     reference = BM25Index().fit(corpus)
-    index = forced(corpus, traversal, materialised, 4, 8, impact_block)
-    exhaustive = forced(corpus, "exhaustive", materialised, 4, 8)
+    index = forced(corpus, "impact", materialised, impact_block)
+    exhaustive = forced(corpus, "exhaustive", materialised)
     docs, scores = index.top_k_batch(batch, k)
-    assert counted(index, traversal, len(batch))
+    assert counted(index, "impact", len(batch))
     for row, query in enumerate(batch):
         assert_reference_top_k(docs[row], scores[row], reference, query, k)
     expected = exhaustive.top_k_batch(batch, k)
@@ -323,9 +251,12 @@ def test_a_query_too_long_for_the_impact_sums_is_answered_exhaustively_and_count
     assert index.traversals == {"exhaustive": 1, "impact": 1}
 
 
-def test_an_unknown_traversal_is_refused() -> None:
-    with pytest.raises(ValueError, match="one of exhaustive, taat, daat, impact, impact_blocks; got 'wand'"):
-        SparseBM25(traversal="wand")
+@pytest.mark.parametrize("name", ["wand", "taat", "daat", "impact_blocks"])
+def test_an_unknown_or_removed_traversal_is_refused_in_one_line_naming_the_available_ones(name: str) -> None:
+    """Term and document at a time and impacts by blocks were removed in issue 45: asking for one says so."""
+    with pytest.raises(ValueError, match=f"must be 'auto' or one of exhaustive, impact; got '{name}'") as raised:
+        SparseBM25(traversal=name)
+    assert "\n" not in str(raised.value)
 
 
 # Long documents first in the corpus, short ones last: the index numbers them the other way round.
@@ -340,9 +271,8 @@ varied_lengths = st.lists(st.lists(skewed_words, min_size=1, max_size=30), min_s
     params=st.sampled_from([(1.5, 0.0), (0.0, 0.75)]),
     materialised=st.booleans(),
     block=st.integers(1, 4),
-    window=st.integers(1, 8),
 )
-def test_ties_across_lengths_go_to_the_lower_original_index(corpus, words, k, params, materialised, block, window):
+def test_ties_across_lengths_go_to_the_lower_original_index(corpus, words, k, params, materialised, block):
     """b = 0 (no length norm) or k1 = 0 (tf and length ignored): documents of different lengths tie exactly on a
     one-word query; every traversal must rank them by corpus position, as the reference does, although the
     index numbers documents by length."""
@@ -352,7 +282,6 @@ def test_ties_across_lengths_go_to_the_lower_original_index(corpus, words, k, pa
     for traversal in TRAVERSALS:
         index = SparseBM25(k1=k1, b=b, traversal=traversal)
         index.materialise_max_postings = 1 << 40 if materialised else 0
-        index.block_postings, index.window_docs, index.impact_block_docs = block, window, block
         index.impact_stream_docs = block
         index.fit(corpus)
         docs, scores = index.top_k_batch([[word] for word in words], k)
