@@ -80,4 +80,4 @@ def compile_kernels() -> None:
                 index.traversal = traversal
                 for query in QUERIES:
                     index.top_k_batch([query], 2)
-    evaluate_run({"q": {"d1": 2.0, "d2": 1.0}}, {"q": {"d1": 1, "d3": 0}}, ["ndcg@10", "map@100", "recall@100"])
+    evaluate_run({"q": [("d1", 2.0), ("d2", 1.0)]}, {"q": {"d1": 1, "d3": 0}}, ["ndcg@10", "map@100", "recall@100"])
