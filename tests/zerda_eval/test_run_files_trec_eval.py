@@ -85,21 +85,26 @@ method = "wsum"
 """
 
 
-@pytest.fixture(scope="module")
-def dense_grid(tmp_path_factory):
-    """The quickstart's families with the LSA embedder (no model files), on two small corpora."""
-    tmp_path = tmp_path_factory.mktemp("trec_eval_dense")
-    datasets = "".join(f'\n[[datasets]]\nid = "{d}"\nmax_queries = {MAX_QUERIES}\n' for d in DENSE_DATASETS)
-    header = experiment_header(tmp_path, "trec_eval_dense", json.dumps(list(TREC_EVAL)))
+def run_grid(tmp_path_factory, name: str, dataset_ids, body: str, depth: int | None = None):
+    """Run an experiment of ``body`` (systems, fusions) over ``dataset_ids`` (``MAX_QUERIES`` each)."""
+    tmp_path = tmp_path_factory.mktemp(name)
+    datasets = "".join(f'\n[[datasets]]\nid = "{d}"\nmax_queries = {MAX_QUERIES}\n' for d in dataset_ids)
+    header = experiment_header(tmp_path, name, json.dumps(list(TREC_EVAL)))
+    if depth is not None:
+        header = header.replace("depth = 10", f"depth = {depth}")
     path = tmp_path / "exp.toml"
-    path.write_text(header + datasets + DENSE_SYSTEMS, encoding="utf-8")
+    path.write_text(header + datasets + body, encoding="utf-8")
     return Experiment.from_toml(path).run(progress=False)
 
 
 @pytest.fixture(scope="module")
+def dense_grid(tmp_path_factory):
+    """The quickstart's families with the LSA embedder (no model files), on two small corpora."""
+    return run_grid(tmp_path_factory, "trec_eval_dense", DENSE_DATASETS, DENSE_SYSTEMS)
+
+
+@pytest.fixture(scope="module")
 def grid(tmp_path_factory):
-    tmp_path = tmp_path_factory.mktemp("trec_eval_files")
-    datasets = "".join(f'\n[[datasets]]\nid = "{d}"\nmax_queries = {MAX_QUERIES}\n' for d in BUNDLED_IDS)
     systems = """
 [[systems]]
 name = "bm25"
@@ -114,12 +119,7 @@ family = "zerda.metadata"
         f'\n[[fusions]]\nname = "{method}"\ninputs = ["bm25", "flat"]\nmethod = "{method}"\n{extra}\n'
         for method, extra in FUSIONS.items()
     )
-    header = experiment_header(tmp_path, "trec_eval_files", json.dumps(list(TREC_EVAL))).replace(
-        "depth = 10", "depth = 30"
-    )
-    path = tmp_path / "exp.toml"
-    path.write_text(header + datasets + systems + fusions, encoding="utf-8")
-    return Experiment.from_toml(path).run(progress=False)
+    return run_grid(tmp_path_factory, "trec_eval_files", BUNDLED_IDS, systems + fusions, depth=30)
 
 
 def read_trec_file(path) -> dict[str, dict[str, float]]:
