@@ -5,8 +5,9 @@ trec_eval breaks tied scores by doc id descending (``strcmp``) and ignores the r
 ranks, writes and evaluates in that one order, so a user who checks a cell with trec_eval gets its
 numbers. ``zerda.metadata`` scores every document 1.0 (a full tie on every query), so the order of ties
 reaches every measure and every fusion; the rank column must read 1, 2, ... down each query's lines. A
-second grid runs the quickstart's dense and hybrid families (LSA embedder: no model files) and its two
-fusions on the two smallest corpora. About 15 s of CPU in all.
+second grid runs the quickstart's dense and hybrid families (LSA embedder: no model files), its two
+fusions and a learned fusion tuned on held-out folds (its ``[tuned]`` row's run file is the held-out
+folds' runs put together) on the two smallest corpora. About 15 s of CPU in all.
 """
 
 from __future__ import annotations
@@ -82,6 +83,13 @@ method = "rrf"
 name = "wsum_dense"
 inputs = ["bm25", "dense"]
 method = "wsum"
+
+[[fusions]]
+name = "ltr_dense"
+inputs = ["bm25", "dense"]
+method = "ltr"
+params = { model = "logistic" }
+tune = true
 """
 
 
@@ -170,5 +178,5 @@ def test_every_cells_run_file_gives_its_per_query_values_under_trec_eval(grid):
 
 
 def test_dense_and_hybrid_cells_too(dense_grid):
-    names = {"bm25", "dense", "zerda_vector", "zerda_hybrid", "rrf_dense", "wsum_dense"}
+    names = {"bm25", "dense", "zerda_vector", "zerda_hybrid", "rrf_dense", "wsum_dense", "ltr_dense"}
     assert check_cells(dense_grid, DENSE_DATASETS) == names
