@@ -12,32 +12,18 @@ cosines (the seed families clip theirs to [0, 1]); ties by lower corpus row.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from zerda_eval.ranking import Ranking
-from zerda_eval.systems.analysis import ANALYZER_PARAMS, check_token_options_reach_a_tokenizer
 from zerda_eval.systems.base import System
-from zerda_eval.systems.encoders import (
-    EMBEDDER_PARAMS,
-    VECTOR_INDEX_PARAMS,
-    VectorSearch,
-    check_vector_index,
-    corpus_vectors,
-)
-from zerda_eval.systems.params import ParamSpec
+from zerda_eval.systems.encoders import VectorSearch, VectorSearchFamily, corpus_vectors
 
 
-class Dense(System):
+class Dense(VectorSearchFamily, System):
     """Exact or approximate cosine top k over the collection's cached offline embeddings."""
 
     family = "dense"
     description = "dense retrieval at any corpus size: cosine over memory-mapped embeddings, exact or FAISS ANN"
-    param_specs: ClassVar[dict[str, ParamSpec]] = {**EMBEDDER_PARAMS, **ANALYZER_PARAMS, **VECTOR_INDEX_PARAMS}
-
-    @classmethod
-    def check_combination(cls, params: dict[str, Any], where: str) -> None:
-        check_token_options_reach_a_tokenizer(params, where)
-        check_vector_index(params, where)
 
     def _index(self, collection: Any, cache_dir: Path | None) -> None:
         self._vectors = corpus_vectors(self.params, collection.texts, cache_dir, self.analysis(collection))
@@ -47,6 +33,3 @@ class Dense(System):
     def _search(self, text: str, k: int) -> Ranking:
         hits = self._vector_search.top_k(self._vectors.embed_query(text), k)
         return [(self._doc_ids[row], score) for row, score in hits]
-
-    def after_search(self) -> None:
-        self.stats["vector_index"] = self._vector_search.describe()

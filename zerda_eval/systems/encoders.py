@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -30,7 +30,13 @@ from retrieval.core.dense import (
     normalize_rows,
 )
 from zerda_eval.errors import ConfigError, RunError
-from zerda_eval.systems.analysis import LOWERCASE, NO_ANALYSIS, Analysis
+from zerda_eval.systems.analysis import (
+    ANALYZER_PARAMS,
+    LOWERCASE,
+    NO_ANALYSIS,
+    Analysis,
+    check_token_options_reach_a_tokenizer,
+)
 from zerda_eval.systems.params import ParamSpec
 
 NEURAL = "neural"  # the best offline neural model for the corpus's language (``resolve_embedder``)
@@ -367,6 +373,24 @@ def check_vector_index(params: dict[str, Any], where: str) -> None:
                 f"{where}.{name}: applies to index = {' or '.join(map(repr, owners))}, not {params['index']!r}; "
                 "remove it or choose that index"
             )
+
+
+class VectorSearchFamily:
+    """What a family that searches corpus vectors through ``VectorSearch`` (``self._vector_search``) shares:
+    its params (embedder, analyzer, vector index), their checks, and ``stats["vector_index"]`` after its
+    queries. A mixin listed before the family's ``System`` base."""
+
+    param_specs: ClassVar[dict[str, ParamSpec]] = {**EMBEDDER_PARAMS, **ANALYZER_PARAMS, **VECTOR_INDEX_PARAMS}
+    stats: dict[str, Any]
+    _vector_search: VectorSearch
+
+    @classmethod
+    def check_combination(cls, params: dict[str, Any], where: str) -> None:
+        check_token_options_reach_a_tokenizer(params, where)
+        check_vector_index(params, where)
+
+    def after_search(self) -> None:
+        self.stats["vector_index"] = self._vector_search.describe()
 
 
 _BUILT: dict[tuple, tuple[ApproximateIndex, float]] = {}  # the last approximate index built, and its cost (s)

@@ -23,17 +23,16 @@ from retrieval.pipeline.sparse import SparseRetriever
 from retrieval.pipeline.stores import InMemoryContextStore
 from zerda_eval.errors import ConfigError
 from zerda_eval.ranking import Ranking
-from zerda_eval.systems.analysis import ANALYZER_PARAMS, LOWERCASE, check_token_options_reach_a_tokenizer
+from zerda_eval.systems.analysis import ANALYZER_PARAMS, LOWERCASE
 from zerda_eval.systems.base import System
 from zerda_eval.systems.encoders import (
     EMBEDDER_PARAMS,
-    VECTOR_INDEX_PARAMS,
     CorpusVectors,
     MatrixVectorStore,
     MiniLMTokenEncoder,
     VectorSearch,
+    VectorSearchFamily,
     WordLlamaTokenEncoder,
-    check_vector_index,
     corpus_vectors,
     maxsim,
 )
@@ -119,25 +118,16 @@ class PipelineSparse(PipelineSystem):
         return self._sparse(collection)
 
 
-class PipelineDense(PipelineSystem):
+class PipelineDense(VectorSearchFamily, PipelineSystem):
     """seed 004 ``DenseRetriever`` over the collection's cached offline embeddings, exact or through a FAISS
     approximate index (``index``); ``stats["vector_index"]`` names the index and, for an approximate one,
     its recall against exact search on the queries the cell ran (computed after them, in no latency)."""
 
     family = "pipeline.dense"
     description = "pipeline DenseRetriever (cosine over offline embeddings)"
-    param_specs: ClassVar[dict[str, ParamSpec]] = {**EMBEDDER_PARAMS, **ANALYZER_PARAMS, **VECTOR_INDEX_PARAMS}
-
-    @classmethod
-    def check_combination(cls, params: dict[str, Any], where: str) -> None:
-        check_token_options_reach_a_tokenizer(params, where)
-        check_vector_index(params, where)
 
     def _build(self, collection: Any, cache_dir: Path | None) -> Any:
         return self._dense(collection, cache_dir)[0]
-
-    def after_search(self) -> None:
-        self.stats["vector_index"] = self._vector_search.describe()
 
 
 class PipelineHybrid(PipelineSystem):
