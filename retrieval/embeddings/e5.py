@@ -44,7 +44,6 @@ from retrieval.embeddings.base import (
 )
 from retrieval.embeddings.batching import encode_in_chunks
 from retrieval.embeddings.e5_port import (
-    CPU_FP32_RUNTIME,
     DEFAULT_BATCH_TOKENS,
     encode,
     image_and_tokenizer,
@@ -150,12 +149,10 @@ class E5SmallEmbedder(BaseEmbedder):
         if device == "cuda" and self.precision == "int8":
             raise EmbedderError("e5-small precision='int8' runs on the CPU (OpenVINO); use device='cpu' or 'auto'")
         self.device = "cpu" if self.precision == "int8" else resolve_device("e5-small", device)
-        self.runtime = (
-            "torch" if self.device == "cuda" else CPU_FP32_RUNTIME if self.precision == "fp32" else "openvino"
-        )
+        self.runtime = "torch" if self.device == "cuda" else "openvino"
         self.batch_size, self.batch_tokens = batch_size, batch_tokens
         self._image, self._tokenizer, sha256 = image_and_tokenizer(weights)
-        self._runtime = load_runtime(weights, self.runtime, self.device)
+        self._runtime = load_runtime(weights, self.precision, self.device)
         # batch_tokens, batch_size and threads change the vectors by float rounding at most (tested).
         self.params = {
             "model": MODEL,

