@@ -144,7 +144,7 @@ class MiniLMEmbedder(BaseEmbedder):
         if precision not in PRECISIONS:
             raise EmbedderError(f"minilm precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
         if precision == "int8" and device == "cuda":
-            raise EmbedderError("minilm precision = 'int8' runs on the CPU (onnxruntime); use device = 'cpu' or 'auto'")
+            raise EmbedderError("minilm precision = 'int8' runs on the CPU (OpenVINO); use device = 'cpu' or 'auto'")
         self.folder, sha256 = minilm_folder()
         self.device = "cpu" if precision == "int8" else resolve_device("minilm", device)
         self.runtime = "torch" if self.device == "cuda" else "openvino"
