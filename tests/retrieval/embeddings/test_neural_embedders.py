@@ -9,15 +9,18 @@ minilm. Each route also loads with sockets blocked.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sys
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from retrieval.embeddings import EmbedderError, EmbedderUnavailable, EmbedderWarning, load_embedder
 
+ROOT = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.slow  # loads torch / onnxruntime / the e5 engine (a few seconds each)
 
 ARABIC = [
@@ -281,3 +284,38 @@ def test_unpacked_folder_is_replaced_when_damaged(minilm):
     assert folder == minilm.folder and weights.stat().st_size == size
     with zipfile.ZipFile(minilm_archive()) as bundle:
         assert weights.read_bytes() == bundle.read("model.safetensors")
+
+
+LEAN_TEXTS = ["offline retrieval", "استرجاع بدون شبكة"]
+
+
+def test_the_shipped_models_run_without_torch_transformers_or_onnxruntime(tmp_path):
+    """The lean install: minilm and e5-small build their graphs and encode with torch, sentence-transformers,
+    transformers and onnxruntime unimportable (a fresh process, so nothing is already loaded), equal to this
+    process's vectors of the same texts."""
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "for name in ('torch', 'sentence_transformers', 'transformers', 'onnxruntime'):\n"
+        "    sys.modules[name] = None\n"
+        "import numpy as np\n"
+        "from retrieval.embeddings import load_embedder\n"
+        "out = {}\n"
+        "for name, precision in (('minilm', 'fp32'), ('minilm', 'int8'), ('e5-small', 'fp32'), ('e5-small', 'int8')):\n"
+        "    model = load_embedder(name, precision=precision, progress=False)\n"
+        f"    out[f'{{name}}-{{precision}}'] = model.embed({LEAN_TEXTS!r})\n"
+        "    assert model.params['runtime'] == 'openvino', model.params\n"
+        f"np.savez({str(tmp_path / 'lean.npz')!r}, **out)\n"
+        "assert not any(sys.modules.get(n) for n in ('torch', 'transformers', 'onnxruntime'))\n"
+    )
+    env = {**os.environ, "ZERDA_MODEL_CACHE": str(tmp_path / "models"), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lean = np.load(tmp_path / "lean.npz")
+    for key in lean.files:
+        name, precision = key.rsplit("-", 1)
+        here = load_embedder(name, precision=precision, progress=False).embed(
+            ["offline retrieval", "استرجاع بدون شبكة"]
+        )
+        np.testing.assert_allclose(lean[key], here, rtol=0, atol=1e-6)
