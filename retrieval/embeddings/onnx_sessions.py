@@ -3,7 +3,7 @@
 A corpus encode runs several batches at once on threads, each batch on one thread of the engine: an OpenVINO
 model compiled for one stream runs one request at a time, so each session is its own compiled model.
 OpenVINO was chosen over onnxruntime by measurement (``benchmarks/results.md``, "One runtime": int8 e5-small
-and MiniLM 1.35-1.4x onnxruntime's passages/s on one thread). ``SessionPool.run`` lends each call an idle session
+and MiniLM 1.02-1.43x onnxruntime's passages/s, this CPU, loaded). ``SessionPool.run`` lends each call an idle session
 and opens another only when every open one is busy: a pool never holds more sessions than calls ever ran at once
 (one for queries, one per worker for a corpus). The sessions are identical, so which one runs a batch never
 changes its output.
