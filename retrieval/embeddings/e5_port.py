@@ -27,7 +27,7 @@ import numpy as np
 from retrieval.core.hashing import file_sha256
 from retrieval.embeddings.batching import padded, run_length_batched
 from retrieval.embeddings.e5_image import E5Image, read_image
-from retrieval.embeddings.e5_runtime import OpenVinoRuntime, TorchRuntime, int8_file, int8_recipe
+from retrieval.embeddings.e5_runtime import OpenVinoRuntime, TorchRuntime, stored_file
 from retrieval.embeddings.e5_tokenizer import E5Tokenizer
 from retrieval.embeddings.onnx_sessions import requested_precision
 from retrieval.embeddings.packaged import import_neural
@@ -37,9 +37,6 @@ from retrieval.embeddings.packaged import import_neural
 # 1,024 / 2,048 tokens per batch, SciFact 10.9 / 11.1 / 10.6 / 9.6; torch fp32 TyDi-ar windows 13.6 at ~300
 # tokens, 13.9 at ~1,200, 11.1 at ~4,800.
 DEFAULT_BATCH_TOKENS = 512
-# CPU fp32 runs on torch: as fast as onnxruntime fp32 on 2 cores (9.8 vs 9.4 TyDi-ar passages/s, 4.2 vs 3.8
-# SciFact, same run, loaded machine) and it needs no ONNX export; OpenVINO runs int8 (e5_runtime).
-CPU_FP32_RUNTIME = "torch"
 
 _LOCK = threading.Lock()
 
@@ -60,19 +57,22 @@ def image_and_tokenizer(path: Path) -> tuple[E5Image, E5Tokenizer, str]:
     return image, E5Tokenizer(image), file_sha256(path)
 
 
-def load_runtime(path: Path, runtime: str, device: str) -> TorchRuntime | OpenVinoRuntime:
-    """The process's runtime ("torch" on ``device``, or "openvino" at ``onnx_sessions.requested_precision``) for
-    the image at ``path``, built on first use (one per precision asked)."""
+def load_runtime(path: Path, precision: str, device: str) -> TorchRuntime | OpenVinoRuntime:
+    """The process's runtime for the image at ``path``: torch on CUDA (fp32), else OpenVINO (fp32: its f32 file
+    run in f32; int8: the int8-weights file, the rest at ``onnx_sessions.requested_precision``), built on first
+    use (one per precision asked)."""
     with _LOCK:
-        return _runtime(path, runtime, device, requested_precision() if runtime == "openvino" else None)
+        if device == "cuda":
+            return _runtime(path, "torch", device, None)
+        return _runtime(path, precision, device, "f32" if precision == "fp32" else requested_precision())
 
 
 @functools.lru_cache(maxsize=4)
-def _runtime(path: Path, runtime: str, device: str, precision: str | None) -> TorchRuntime | OpenVinoRuntime:
+def _runtime(path: Path, precision: str, device: str, asked: str | None) -> TorchRuntime | OpenVinoRuntime:
     image, _, sha256 = image_and_tokenizer(path)
-    if runtime == "torch":
+    if asked is None:
         return TorchRuntime(image, device)
-    return OpenVinoRuntime(image, int8_file(image, sha256), int8_recipe(image, sha256), precision)
+    return OpenVinoRuntime(image, *stored_file(image, sha256, precision), asked)
 
 
 def windows(tokenizer: E5Tokenizer, texts: list[str], prefix: str, max_content: int) -> list[Window]:

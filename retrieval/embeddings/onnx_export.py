@@ -1,28 +1,26 @@
-"""A torch encoder exported to ONNX once per precision, stored in the model cache.
+"""An encoder's ONNX graph stored once per precision in the model cache.
 
 ``onnx_file(graph, precision)`` returns the stored file of ``graph`` at one of ``PRECISIONS``, built on first
 use and only for the precision asked (an int8 file is made from the fp32 file, which is built and stored
-first). "fp32": ``torch.onnx.export`` (dynamic batch and length axes). "int8": onnxruntime's
-``quantize_dynamic`` of the MatMuls (weights int8 per channel, activations quantised at run time by
-onnxruntime: VNNI on CPUs that have it). "int8-weights": each MatMul's constant weight matrix stored as int8
-per output channel (symmetric, scale = largest magnitude / 127) behind a ``DequantizeLinear``: the form
-OpenVINO reads as compressed weights and runs as int8 GEMMs with activations quantised at run time. Each
-precision lives in its own folder ``<name>-<recipe>-<export recipe>``, built under a file lock into a
-temporary folder renamed into place, with a manifest of the file's SHA-256 checked on every load: a damaged
-folder is rebuilt with a warning instead of being used. ``name`` must identify the weights (their SHA-256)
-and ``recipe`` the graph, so a changed model, graph or export recipe never reads an older file.
+first). "fp32": the graph as built (``bert_graph``, from numpy weights: no torch). "int8-weights": each
+MatMul's constant weight matrix stored as int8 per output channel (symmetric, scale = largest magnitude / 127)
+behind a ``DequantizeLinear``: the form OpenVINO reads as compressed weights and runs as int8 GEMMs with
+activations quantised at run time (``onnx_sessions``). Each precision lives in its own folder
+``<name>-<recipe>-<export recipe>``, built under a file lock into a temporary folder renamed into place, with
+a manifest of the file's SHA-256 checked on every load: a damaged folder is rebuilt with a warning instead of
+being used. ``name`` must identify the weights (their SHA-256) and ``recipe`` the graph, so a changed model,
+graph or export recipe never reads an older file.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import shutil
 import tempfile
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,13 +29,12 @@ import numpy as np
 
 from retrieval.core.hashing import file_sha256
 from retrieval.embeddings.base import EmbedderError, EmbedderWarning, first_line
+from retrieval.embeddings.bert_graph import GRAPH_RECIPE, ONNX_OPSET
 from retrieval.embeddings.packaged import CACHE_ENV, import_neural, model_cache_root
 
-ONNX_OPSET = 17
-FP32_RECIPE = f"opset{ONNX_OPSET}-v3"  # the parts of a recipe this module decides, per precision
-INT8_RECIPE = "int8dyn-perchannel-matmul-attention-v3"
+FP32_RECIPE = f"{GRAPH_RECIPE}-opset{ONNX_OPSET}"  # the parts of a recipe decided here and in bert_graph
 INT8_WEIGHTS_RECIPE = "int8w-perchannel-sym-v1"
-PRECISIONS = ("fp32", "int8", "int8-weights")
+PRECISIONS = ("fp32", "int8-weights")
 ENCODER_FILE = "encoder.onnx"
 MANIFEST = "manifest.json"
 
@@ -46,23 +43,17 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class OnnxGraph:
-    """What to export: ``build()`` makes the torch module and example inputs (right ranks, any sizes).
-
-    Called only when a file is exported (torch is not imported otherwise). Every input's axes 0 and 1 and
-    the output's axis 0 are dynamic.
-    """
+    """What to store: ``build()`` makes the fp32 ``onnx.ModelProto`` (called only when the file is written)."""
 
     name: str
     recipe: str
-    build: Callable[[], tuple[Any, tuple[Any, ...]]]
-    input_names: tuple[str, ...]
-    output_name: str
+    build: Callable[[], Any]
 
 
 def export_recipe(graph: OnnxGraph, precision: str) -> str:
     """The recipe of ``graph``'s file at ``precision``: its folder name, and part of the vectors' cache key."""
     fp32 = f"{graph.recipe}-{FP32_RECIPE}"
-    return {"fp32": fp32, "int8": f"{fp32}-{INT8_RECIPE}", "int8-weights": f"{fp32}-{INT8_WEIGHTS_RECIPE}"}[precision]
+    return {"fp32": fp32, "int8-weights": f"{fp32}-{INT8_WEIGHTS_RECIPE}"}[precision]
 
 
 def onnx_file(graph: OnnxGraph, precision: str) -> Path:
@@ -85,9 +76,7 @@ def onnx_file(graph: OnnxGraph, precision: str) -> Path:
                 scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=root))
                 try:
                     if source is None:
-                        _export_fp32(graph, scratch / ENCODER_FILE)
-                    elif precision == "int8":
-                        _quantise(source, scratch / ENCODER_FILE)
+                        _save_fp32(graph, scratch / ENCODER_FILE)
                     else:
                         _int8_weights(source, scratch / ENCODER_FILE)
                     manifest = {ENCODER_FILE: file_sha256(scratch / ENCODER_FILE)}
@@ -118,33 +107,11 @@ def _damage(folder: Path) -> str | None:
     return None
 
 
-def _export_fp32(graph: OnnxGraph, path: Path) -> None:
-    """``torch.onnx.export`` of the module into ``path``."""
-    torch = import_neural("torch", "torch")
-    logger.info("exporting %s to ONNX (once) into %s", graph.name, path.parent)
-    names = list(graph.input_names)
-    dynamic = {name: {0: "batch", 1: "length"} for name in names} | {graph.output_name: {0: "batch"}}
-    module, example = graph.build()
-    with warnings.catch_warnings(), torch.inference_mode():
-        warnings.simplefilter("ignore")  # the legacy exporter's deprecation notice
-        torch.onnx.export(
-            module, example, str(path), input_names=names, output_names=[graph.output_name],
-            dynamic_axes=dynamic, opset_version=ONNX_OPSET, dynamo=False,
-        )  # fmt: skip
-
-
-def _quantise(source: Path, path: Path) -> None:
-    """Dynamic int8 of the fp32 file: MatMul weights per channel, embedding tables fp32."""
+def _save_fp32(graph: OnnxGraph, path: Path) -> None:
+    """The built graph written into ``path``."""
     onnx = import_neural("onnx", "onnx")
-    quantization = import_neural("onnxruntime.quantization", "onnxruntime")
-    logger.info("quantising %s to int8 (once) into %s", source, path.parent)
-    with _quiet_root_logger():
-        quantization.quantize_dynamic(
-            str(source), str(path), weight_type=quantization.QuantType.QInt8, per_channel=True,
-            op_types_to_quantize=["MatMul", "Attention"],  # quantising embedding tables cost MiniLM 0.03 cosine
-            # a graph's contrib ops defeat ONNX shape inference: their outputs are float32
-            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-        )  # fmt: skip
+    logger.info("writing %s's ONNX graph (once) into %s", graph.name, path.parent)
+    onnx.save(graph.build(), str(path))
 
 
 def _int8_weights(source: Path, path: Path) -> None:
@@ -183,15 +150,3 @@ def _dequantise_node(onnx: Any, graph: Any, tensor: Any) -> Any:
     ])  # fmt: skip
     inputs = [f"{name}.int8", f"{name}.scale", f"{name}.zero"]
     return onnx.helper.make_node("DequantizeLinear", inputs, [f"{name}.dequantised"], axis=1)
-
-
-@contextlib.contextmanager
-def _quiet_root_logger() -> Iterator[None]:
-    """onnxruntime's optimizer and quantiser log hints on the root logger: silenced while they run."""
-    root = logging.getLogger()
-    level = root.level
-    root.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        root.setLevel(level)

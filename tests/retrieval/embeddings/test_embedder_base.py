@@ -48,3 +48,19 @@ def test_base_embedder_checks_every_output():
     with pytest.raises(TypeError, match="sequence of texts"):
         model.embed("a single string")
     assert model.fit(["corpus"]) is model
+
+
+def test_without_torch_auto_is_the_cpu_and_cuda_is_one_line_naming_the_torch_extra(monkeypatch):
+    """The lean install has no torch: the shipped models run on the CPU, and asking for CUDA says what to install."""
+    import sys
+
+    from retrieval.embeddings import EmbedderUnavailable
+    from retrieval.embeddings.base import resolve_device
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` fails as it does where torch is absent
+    assert resolve_device("minilm", "auto") == "cpu" and resolve_device("minilm", "cpu") == "cpu"
+    with pytest.raises(EmbedderUnavailable) as error:
+        resolve_device("e5-small", "cuda")
+    assert str(error.value) == (
+        "e5-small device = 'cuda' runs on torch, which is not installed; pip install \"zerda-eval[torch]\""
+    )

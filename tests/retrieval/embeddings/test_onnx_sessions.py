@@ -1,4 +1,4 @@
-"""SessionPool: one session (onnxruntime or OpenVINO) per concurrent caller, reused afterwards, outputs as the
+"""SessionPool: one OpenVINO session per concurrent caller, reused afterwards, outputs as the
 file computes."""
 
 from __future__ import annotations
@@ -32,9 +32,8 @@ def doubling_model(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("engine", ["onnxruntime", "openvino"])
-def test_outputs_are_the_files_and_sequential_calls_share_one_session(doubling_model, engine):
-    pool = SessionPool(doubling_model, engine)
+def test_outputs_are_the_files_and_sequential_calls_share_one_session(doubling_model):
+    pool = SessionPool(doubling_model, "f32")
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     for _ in range(3):
         np.testing.assert_array_equal(pool.run({"x": x})[0], 2 * x)
@@ -66,7 +65,7 @@ def test_openvino_runs_int8_weights_behind_a_dequantize_linear(tmp_path):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.save(model, str(tmp_path / "int8.onnx"))
-    pool = SessionPool(tmp_path / "int8.onnx", "openvino")
+    pool = SessionPool(tmp_path / "int8.onnx", "bf16")
     x = rng.standard_normal((4, 256)).astype(np.float32)
     expected = x @ (weights.astype(np.float32) * scale)
     got = pool.run({"x": x})[0]
@@ -76,24 +75,27 @@ def test_openvino_runs_int8_weights_behind_a_dequantize_linear(tmp_path):
 
 
 def test_concurrent_calls_each_get_their_own_session_and_keep_them(doubling_model):
-    pool = SessionPool(doubling_model)
+    pool = SessionPool(doubling_model, "f32")
     both_inside = threading.Barrier(2, timeout=10)
     sessions_used = []
 
     class Recording:
-        """A session that waits until the other caller is inside too, then says which session it is."""
+        """An infer request that waits until the other caller is inside too, then says which session it is."""
 
-        def __init__(self, session):
-            self.session = session
+        def __init__(self, request):
+            self.request = request
 
-        def run(self, outputs, feed):
+        def infer(self, feed):
             both_inside.wait()  # a shared session would also get here; the ids below tell them apart
             sessions_used.append(id(self))
-            return self.session.run(outputs, feed)
+            return self.request.infer(feed)
+
+    def recorded(session):  # (compiled model, infer request), its request recorded
+        return session[0], Recording(session[1])
 
     opened = pool._open
-    pool._idle.put(Recording(pool._idle.get()))
-    pool._open = lambda: Recording(opened())
+    pool._idle.put(recorded(pool._idle.get()))
+    pool._open = lambda: recorded(opened())
     x = np.ones((1, 3), dtype=np.float32)
     with ThreadPoolExecutor(2) as threads:
         outputs = list(threads.map(lambda _: pool.run({"x": x})[0], range(2)))
@@ -104,12 +106,11 @@ def test_concurrent_calls_each_get_their_own_session_and_keep_them(doubling_mode
     assert pool.opened == 2
 
 
-@pytest.mark.parametrize("engine", ["onnxruntime", "openvino"])
-def test_a_file_that_is_not_onnx_fails_when_the_pool_is_made(tmp_path, engine):
+def test_a_file_that_is_not_onnx_fails_when_the_pool_is_made(tmp_path):
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"not a model")
     with pytest.raises(Exception, match=r"(?i)protobuf|load|invalid|parse|read"):
-        SessionPool(bad, engine)
+        SessionPool(bad, "f32")
 
 
 @pytest.mark.parametrize("asked", ["bf16", "f32"])
@@ -121,7 +122,7 @@ def test_openvino_runs_the_precision_asked_or_f32_where_the_cpu_lacks_bfloat16(d
 
     has_bf16 = "BF16" in openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
     expected = asked if asked == "f32" or has_bf16 else "f32"
-    pool = SessionPool(doubling_model, "openvino", precision=asked)
+    pool = SessionPool(doubling_model, asked)
     assert pool.inference_precision == expected
     monkeypatch.setenv(PRECISION_ENV, asked)
     assert machine_precision() == expected

