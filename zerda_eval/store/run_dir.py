@@ -202,6 +202,8 @@ def read_cell_tops(output_dir: Path, cell_id: str, k: int) -> dict[str, list[str
     path = cell_dir(output_dir, cell_id) / RUN_FILE
     names = ["qid", "q0", "doc", "rank", "score", "tag"]
     try:
+        if path.stat().st_size == 0:  # a run that returned nothing (pyarrow refuses an empty file)
+            return {}
         table = pa_csv.read_csv(
             path,
             read_options=pa_csv.ReadOptions(column_names=names),

@@ -42,3 +42,10 @@ def test_a_malformed_or_missing_run_file_is_one_line_naming_it(tmp_path):
     assert "\n" not in str(raised.value)
     with pytest.raises(DataFormatError, match=r"c2/run\.trec: run file not found"):
         read_cell_tops(tmp_path, "c2", 10)
+
+
+@pytest.mark.parametrize("lines", [[], [""], ["", ""]])
+def test_a_run_that_returned_nothing_has_no_tops(tmp_path, lines):
+    cell = write_run(tmp_path, lines)
+    assert read_cell_run(tmp_path, cell) == {}
+    assert read_cell_tops(tmp_path, cell, 10) == {}
