@@ -164,7 +164,7 @@ def _dataset(
     tops = [read_cell_tops(data.run_dir, cell, EXPLORER_TOP) for cell in cells]
     for chunk, start in enumerate(range(0, len(qids), CHUNK_QUERIES)):
         part = qids[start : start + CHUNK_QUERIES]
-        top = [[top.get(qid, []) for qid in part] for top in tops]
+        top = [[cell_tops.get(qid, []) for qid in part] for cell_tops in tops]
         grades = []
         for i, qid in enumerate(part):
             judged = collection.qrels.get(qid, {})
