@@ -197,6 +197,7 @@ def read_cell_tops(output_dir: Path, cell_id: str, k: int) -> dict[str, list[str
     a second instead of parsing every line in Python. A malformed file is a one-line ``DataFormatError``."""
     import numpy as np
     import pyarrow as pa
+    from pyarrow import compute as pa_compute
     from pyarrow import csv as pa_csv
 
     path = cell_dir(output_dir, cell_id) / RUN_FILE
@@ -216,17 +217,21 @@ def read_cell_tops(output_dir: Path, cell_id: str, k: int) -> dict[str, list[str
         raise DataFormatError(f"{path}: run file not found; {REPAIR}") from None
     except (OSError, pa.ArrowInvalid) as exc:
         raise DataFormatError(f"{path}: not a TREC run file ({str(exc).splitlines()[0]}); {REPAIR}") from None
-    encoded = table.column("qid").combine_chunks().dictionary_encode()
-    codes = encoded.indices.to_numpy()
-    order = np.argsort(codes, kind="stable")  # each query's lines together, in file order
-    starts = np.searchsorted(codes[order], np.arange(len(encoded.dictionary)))
-    position = np.arange(len(order)) - np.repeat(starts, np.diff(np.append(starts, len(order))))
-    kept = np.sort(order[position < k])  # the first k lines of each query, back in file order
-    qids = np.asarray(encoded.dictionary.to_pylist(), dtype=object)[codes[kept]].tolist()
-    docs = table.column("doc").take(pa.array(kept)).to_pylist()
+    qids = table.column("qid").combine_chunks()
+    lines = len(qids)
+    if lines == 0:
+        return {}
+    # a query's first k lines are among the first k of the stretches of consecutive lines it holds (one
+    # stretch in a file the harness wrote): keep those, compared in columns, then count them per query
+    changed = pa_compute.not_equal(qids.slice(1), qids.slice(0, lines - 1)).to_numpy(zero_copy_only=False)
+    starts = np.flatnonzero(np.concatenate([[True], changed]))
+    stretch_start = np.repeat(starts, np.diff(np.append(starts, lines)))
+    kept = pa.array(np.flatnonzero(np.arange(lines) - stretch_start < k))
     tops: dict[str, list[str]] = {}
-    for qid, doc in zip(qids, docs, strict=True):
-        tops.setdefault(qid, []).append(doc)
+    for qid, doc in zip(qids.take(kept).to_pylist(), table.column("doc").take(kept).to_pylist(), strict=True):
+        ranking = tops.setdefault(qid, [])
+        if len(ranking) < k:
+            ranking.append(doc)
     return tops
 
 
