@@ -6,3 +6,4 @@ FORMATS = {"markdown": "report.md", "html": "report.html", "latex": "report.tex"
 DEFAULT_FORMATS = ("markdown", "html")
 PLOT_DIR = "plots"  # the report folder's plots (PNG + SVG), which report.md and report.html link to
 EXPLORER_FILE = "explorer-data.js"  # report.html's per-query explorer data, loaded by a <script src> (file:// too)
+EXPLORER_DIR = "explorer"  # its paged files (values per measure, rankings per chunk of queries), loaded on demand

@@ -12,8 +12,8 @@ from zerda_eval.analysis.compare import compare_to_baseline
 from zerda_eval.errors import ConfigError, unknown_value_message
 from zerda_eval.report import cache
 from zerda_eval.report.document import build_document
-from zerda_eval.report.explorer import Explorer
-from zerda_eval.report.formats import DEFAULT_FORMATS, EXPLORER_FILE, FORMATS, PLOT_DIR
+from zerda_eval.report.explorer import Explorer, write_explorer
+from zerda_eval.report.formats import DEFAULT_FORMATS, FORMATS, PLOT_DIR
 from zerda_eval.report.html import render_html
 from zerda_eval.report.latex import render_latex
 from zerda_eval.report.markdown import render_markdown
@@ -36,10 +36,11 @@ def check_formats(formats: Iterable[str]) -> tuple[str, ...]:
 def write_report(run_dir: Path, report_dir: Path, formats: Iterable[str] = DEFAULT_FORMATS) -> Path:
     """Read ``run_dir`` and write the report in ``formats`` into ``report_dir`` (created if needed).
 
-    Every file is written atomically (``store.files``): a failure leaves no truncated file. Plots no
-    longer produced are removed from ``plots/``. report.html links its plots (``plots/*.png``) and loads
-    the explorer's data from ``EXPLORER_FILE``, so it stays small at any grid size: the report folder is
-    what to keep or share. Returns the path of the first format's file.
+    Every file is written atomically (``store.files``): a failure leaves no truncated file. Plots no longer
+    produced are removed from ``plots/``, explorer files from ``explorer/``. report.html links its plots
+    (``plots/*.png``) and loads the explorer's data from ``EXPLORER_FILE`` and, paged, ``explorer/*.js``, so it
+    stays small at any grid size: the report folder is what to keep or share. Returns the path of the first
+    format's file.
     """
     formats = check_formats(formats)
     data = load_run_dir(Path(run_dir))
@@ -57,10 +58,7 @@ def write_report(run_dir: Path, report_dir: Path, formats: Iterable[str] = DEFAU
         if "html" in formats:
             atomic_write_text(report_dir / FORMATS["html"], render_html(blocks, f"zerda-eval report: {data.name}"))
             explorer = next((b for b in blocks if isinstance(b, Explorer)), None)
-            if explorer is None:
-                (report_dir / EXPLORER_FILE).unlink(missing_ok=True)
-            else:
-                atomic_write_text(report_dir / EXPLORER_FILE, explorer.script())
+            write_explorer(report_dir, explorer)
         if "markdown" in formats:
             atomic_write_text(report_dir / FORMATS["markdown"], render_markdown(blocks, report_dir))
     if "latex" in formats:

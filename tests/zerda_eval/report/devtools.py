@@ -130,6 +130,20 @@ class Browser:
         self.call("Input.dispatchKeyEvent", type="keyDown" if text else "rawKeyDown", text=text, **common)
         self.call("Input.dispatchKeyEvent", type="keyUp", **common)
 
+    def type(self, text: str) -> None:
+        """Type ``text`` into the focused field as a keyboard's input method would (``input`` events)."""
+        self.call("Input.insertText", text=text)
+
+    def until(self, expression: str, timeout: float = 30.0) -> Any:
+        """The first truthy value of ``expression``, read every 20 ms (a page that loads its data after the
+        load event: the explorer's paged files)."""
+        deadline = time.monotonic() + timeout
+        while not (value := self.read(expression)):
+            if time.monotonic() > deadline:
+                raise DevToolsError(f"{expression}: still false after {timeout} s")
+            time.sleep(0.02)
+        return value
+
     def read(self, expression: str) -> Any:
         """The JSON value of ``expression`` evaluated in the page (reading only: the test drives with keys)."""
         result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
