@@ -1,9 +1,9 @@
 """Skip rebuilding a report whose inputs did not change.
 
 The key hashes everything a report is made of: the resolved config (and ``experiment.json``'s config
-hash), the contents of the results and per-query tables, the source of every module the report code
-runs (``spec.code_fingerprint.modules_of``), matplotlib's version and the formats asked for. It is
-stored in ``INPUTS_FILE`` in the report directory, written after every other file, with the SHA-256 of
+hash), the run folder it names, the contents of the results and per-query tables, the source of every
+module the report code runs (``config.code_fingerprint.modules_of``), matplotlib's version and the formats
+asked for. It is stored in ``INPUTS_FILE`` in the report directory, written after every other file, with the SHA-256 of
 every file of the report directory. A report whose key matches and whose files are all there as
 written is left as it is, so rerunning a cached grid costs nothing for its report; a deleted or
 edited file (a plot, a table, the page) makes the next report write everything again.
@@ -45,6 +45,7 @@ def report_key(data: RunData, formats: Iterable[str]) -> str:
         {
             "config_hash": data.config_hash,
             "config": content_hash(data.config),
+            "run_dir": str(data.run_dir),  # the report names the folder it was made from
             "results": frame_hash(data.results),
             "per_query": frame_hash(data.per_query),
             "code": report_code_version(),

@@ -67,3 +67,11 @@ def test_the_report_code_version_covers_every_module_a_report_runs():
     for name in ("plots", "tables", "document", "html", "markdown", "latex", "labels"):
         assert f"zerda_eval.report.{name}" in modules
     assert "zerda_eval.analysis.compare" in modules and "zerda_eval.analysis.studies.rrf_order" in modules
+
+
+def test_the_same_run_reported_from_another_folder_names_that_folder(run_copy, tmp_path):
+    report_dir = tmp_path / "reports" / "tiny"
+    write_report(run_copy, report_dir, formats=["markdown"])
+    moved = Path(shutil.copytree(run_copy, tmp_path / "elsewhere" / "tiny"))
+    markdown = write_report(moved, report_dir, formats=["markdown"]).read_text(encoding="utf-8")
+    assert f"from `{moved}`" in markdown and f"from `{run_copy}`" not in markdown  # the provenance line is true
