@@ -16,17 +16,24 @@ for a query is an error naming the file unless a ``duplicates`` policy is given.
 tie-break order, TREC lines by ``run_dir.format_trec``, the format of every cell's ``run.trec``. A
 malformed file is a one-line ``DataFormatError`` naming the file (and line); qrels follow
 ``store.qrels_text``'s rules.
+
+``read_run_columns`` reads a run as a ``columnar.ColumnarRun`` (arrays, no tuple per line). A TREC file
+separated by single spaces is parsed by pyarrow's CSV reader; any other file, and any file pyarrow does
+not take, goes through the line parser (``run_dir.trec_lines``), so the run or the one-line error is the
+one ``read_run`` gives.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from zerda_eval.columnar import ColumnarRun, from_columns, from_run
 from zerda_eval.errors import DataFormatError
 from zerda_eval.ranking import Run, order_run, sort_ranking
 from zerda_eval.store.files import atomic_write_bytes, atomic_write_text
@@ -35,6 +42,12 @@ from zerda_eval.store.run_dir import RUN_TAG, format_trec, read_trec
 
 KINDS = ("trec", "json", "parquet")
 PARQUET_COLUMNS = ("q_id", "doc_id", "score")  # ranx's Run/Qrels.from_parquet defaults
+TREC_COLUMNS = ("query_id", "iteration", "doc_id", "rank", "score", "tag")
+# Bytes after which Python's ``str.split`` / ``splitlines`` (the line parser) cut a TREC line where a CSV
+# reader would not: tabs, runs of spaces, spaces at a line's ends, \r, other ASCII separators, NUL.
+_NOT_SINGLE_SPACED = (b"\t", b"  ", b"\n ", b" \n", b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x00")
+# The UTF-8 of the non-ASCII characters ``str.split`` / ``splitlines`` treat as whitespace or line breaks.
+_UNICODE_SPACE = re.compile(rb"\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f|\xe3\x80\x80")
 Qrels = dict[str, dict[str, int]]
 
 
@@ -61,6 +74,54 @@ def read_run(path: str | Path, kind: str | None = None, duplicates: str | None =
         except (TypeError, ValueError):
             raise DataFormatError(f"{path}: query {qid!r}, doc {doc_id!r}: score {score!r} is not a number") from None
     return order_run(run, duplicates, str(path))
+
+
+def read_run_columns(path: str | Path, kind: str | None = None, duplicates: str | None = None) -> ColumnarRun:
+    """``read_run`` as a ``ColumnarRun``: the same rankings (and errors), held as arrays."""
+    path = Path(path)
+    if file_kind(path, kind) == "trec":
+        columns = _single_spaced_trec(path)
+        if columns is not None:
+            return from_columns(*columns, duplicates=duplicates, where=str(path))
+    return from_run(read_run(path, kind, duplicates), duplicates, str(path))
+
+
+def _single_spaced_trec(path: Path) -> tuple | None:
+    """``from_columns``'s first five arguments for a TREC file pyarrow parses as the line parser would (fields
+    split by single spaces, ``\\n`` line ends, valid UTF-8, six fields a line, numeric scores), else None."""
+    import pyarrow as pa
+    from pyarrow import csv
+
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if not data or data.startswith(b" ") or data.endswith(b" ") or any(s in data for s in _NOT_SINGLE_SPACED):
+        return None
+    if not data.isascii() and _UNICODE_SPACE.search(data):
+        return None
+    types = {"query_id": pa.string(), "doc_id": pa.string(), "score": pa.float64()}
+    try:
+        table = csv.read_csv(
+            pa.py_buffer(data),
+            read_options=csv.ReadOptions(column_names=list(TREC_COLUMNS)),
+            parse_options=csv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False),
+            convert_options=csv.ConvertOptions(
+                column_types=types, null_values=[], strings_can_be_null=False, include_columns=list(types)
+            ),
+        )
+    except (pa.ArrowException, ValueError):
+        return None
+    queries = table["query_id"].combine_chunks().dictionary_encode()  # codes in first-seen order
+    docs = table["doc_id"].combine_chunks().dictionary_encode()
+    scores = table["score"].to_numpy()
+    return (
+        queries.dictionary.to_pylist(),
+        queries.indices.to_numpy(),
+        docs.dictionary.to_numpy(zero_copy_only=False),
+        docs.indices.to_numpy(),
+        scores,
+    )
 
 
 def write_run(run: Mapping[str, Any], path: str | Path, kind: str | None = None, tag: str = RUN_TAG) -> Path:
