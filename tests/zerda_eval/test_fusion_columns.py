@@ -137,7 +137,7 @@ def test_fuse_columns_equals_ranx_fuse_at_depth_1000(method, score_norm):
     theirs = fuse([Run(run) for run in runs], norm=norm, method=name, params=params).to_dict()
     ours_params = {**params} if method == "rrf" else {**params, "score_norm": score_norm}
     ours = fuse_columns(method, [from_run(run) for run in runs], **ours_params)
-    assert list(ours) == list(theirs)
+    assert ours.keys() == theirs.keys()  # ranx sorts its query ids
     for qid, ranking in ours.items():
         assert dict(ranking) == pytest.approx(theirs[qid], abs=1e-12, rel=0)
         assert [doc for doc, _ in ranking] == [doc for doc, _ in trec_order(list(theirs[qid].items()))]
