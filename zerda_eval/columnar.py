@@ -141,23 +141,34 @@ def from_columns(
     keep = _checked_rows(query_ids, queries, table[by_bytes], docs, scores, duplicates, where)
     if keep is not None:
         queries, docs, scores = queries[keep], docs[keep], scores[keep]
-    if not _in_tie_break_order(queries, docs, scores):
-        order = np.lexsort((-docs.astype(np.int64), -scores, queries))
+    order = _tie_break_order(queries, docs, scores)
+    if order is not None:
         queries, docs, scores = queries[order], docs[order], scores[order]
     offsets = np.zeros(len(query_ids) + 1, dtype=np.int64)
     np.cumsum(np.bincount(queries, minlength=len(query_ids)), out=offsets[1:])
     return ColumnarRun(query_ids, offsets, docs, scores, table[by_bytes])
 
 
-def _in_tie_break_order(queries: np.ndarray, docs: np.ndarray, scores: np.ndarray) -> bool:
-    """True when rows are grouped by query in order, each query's in ``TIE_BREAK`` order (no sort needed)."""
+def _tie_break_order(queries: np.ndarray, docs: np.ndarray, scores: np.ndarray) -> np.ndarray | None:
+    """The permutation that groups rows by query in order, each query's in ``TIE_BREAK`` order; None when
+    they are already. Rows grouped and by score already (as most run files are) only have their runs of
+    tied rows sorted, by doc index descending; anything else is one ``lexsort``."""
     if queries.size < 2:
-        return True
+        return None
     same = queries[1:] == queries[:-1]
-    if not (same | (queries[1:] > queries[:-1])).all():
-        return False
-    before = (scores[:-1] > scores[1:]) | ((scores[:-1] == scores[1:]) & (docs[:-1] > docs[1:]))
-    return bool((before | ~same).all())
+    if not (same | (queries[1:] > queries[:-1])).all() or not ((scores[:-1] >= scores[1:]) | ~same).all():
+        return np.lexsort((-docs.astype(np.int64), -scores, queries))
+    tied = same & (scores[:-1] == scores[1:])
+    if not (tied & (docs[:-1] < docs[1:])).any():
+        return None
+    member = np.zeros(queries.size, dtype=bool)  # rows in a run of equal scores
+    member[:-1] |= tied
+    member[1:] |= tied
+    rows = np.flatnonzero(member)
+    group = np.cumsum(~np.r_[False, tied][rows])  # a new run starts where a row does not tie the one before
+    order = np.arange(queries.size)
+    order[rows] = rows[np.lexsort((-docs[rows].astype(np.int64), group))]
+    return order
 
 
 def _checked_rows(

@@ -188,3 +188,22 @@ def test_columnar_run_is_a_read_only_mapping():
     assert isinstance(run, ColumnarRun) and len(run) == 1 and dict(run) == {"q": [("a", 1.0)]}
     with pytest.raises(TypeError):
         run["q"] = []  # type: ignore[index]
+
+
+@pytest.mark.parametrize("arrangement", ["trec_eval", "ties_ascending", "queries_interleaved", "scores_ascending"])
+def test_every_row_arrangement_is_put_in_trec_eval_order(tmp_path, arrangement):
+    """Rows already in order (kept), by score with ties the other way (only the ties sorted), and rows of
+    queries interleaved or by score ascending (sorted whole) all give the dict path's run."""
+    run = {qid: trec_order(ranking) for qid, ranking in spaced_run(4).items()}
+    if arrangement == "ties_ascending":
+        run = {q: sorted(sorted(r, key=lambda p: doc_key(p[0])), key=lambda p: -p[1]) for q, r in run.items()}
+    elif arrangement == "scores_ascending":
+        run = {q: r[::-1] for q, r in run.items()}
+    lines = [(qid, doc, score) for qid, ranking in run.items() for doc, score in ranking]
+    if arrangement == "queries_interleaved":
+        lines = lines[1::2] + lines[::2]
+    path = tmp_path / "run.trec"
+    path.write_text("".join(f"{q} Q0 {d} 0 {s!r} t\n" for q, d, s in lines), encoding="utf-8")
+    assert _single_spaced_trec(path) is not None
+    assert read_run_columns(path).to_dict() == run_files.read_run(path)
+    assert from_run(run).to_dict() == order_run(run)

@@ -31,6 +31,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from zerda_eval.columnar import ColumnarRun, from_columns, from_run
@@ -43,9 +44,10 @@ from zerda_eval.store.run_dir import RUN_TAG, format_trec, read_trec
 KINDS = ("trec", "json", "parquet")
 PARQUET_COLUMNS = ("q_id", "doc_id", "score")  # ranx's Run/Qrels.from_parquet defaults
 TREC_COLUMNS = ("query_id", "iteration", "doc_id", "rank", "score", "tag")
-# Bytes after which Python's ``str.split`` / ``splitlines`` (the line parser) cut a TREC line where a CSV
-# reader would not: tabs, runs of spaces, spaces at a line's ends, \r, other ASCII separators, NUL.
-_NOT_SINGLE_SPACED = (b"\t", b"  ", b"\n ", b" \n", b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x00")
+# Bytes at which Python's ``str.split`` / ``splitlines`` (the line parser) cut a TREC line where a CSV reader
+# would not (tabs, \r, other ASCII separators) or NUL; runs of spaces and spaces at a line's ends show as empty
+# fields once parsed. Single bytes: each is one ``memchr`` over the file.
+_NOT_SINGLE_SPACED = (b"\t", b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x00")
 # The UTF-8 of the non-ASCII characters ``str.split`` / ``splitlines`` treat as whitespace or line breaks.
 _UNICODE_SPACE = re.compile(rb"\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f|\xe3\x80\x80")
 Qrels = dict[str, dict[str, int]]
@@ -90,38 +92,34 @@ def _single_spaced_trec(path: Path) -> tuple | None:
     """``from_columns``'s first five arguments for a TREC file pyarrow parses as the line parser would (fields
     split by single spaces, ``\\n`` line ends, valid UTF-8, six fields a line, numeric scores), else None."""
     import pyarrow as pa
+    import pyarrow.compute as pc
     from pyarrow import csv
 
     try:
         data = path.read_bytes()
     except OSError:
         return None
-    if not data or data.startswith(b" ") or data.endswith(b" ") or any(s in data for s in _NOT_SINGLE_SPACED):
+    if not data or any(byte in data for byte in _NOT_SINGLE_SPACED):
         return None
     if not data.isascii() and _UNICODE_SPACE.search(data):
         return None
-    types = {"query_id": pa.string(), "doc_id": pa.string(), "score": pa.float64()}
+    coded = pa.dictionary(pa.int32(), pa.string())  # each distinct id once; codes in first-seen order
+    types = {**dict.fromkeys(TREC_COLUMNS, coded), "score": pa.float64()}
     try:
         table = csv.read_csv(
             pa.py_buffer(data),
             read_options=csv.ReadOptions(column_names=list(TREC_COLUMNS)),
             parse_options=csv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False),
-            convert_options=csv.ConvertOptions(
-                column_types=types, null_values=[], strings_can_be_null=False, include_columns=list(types)
-            ),
-        )
+            convert_options=csv.ConvertOptions(column_types=types, null_values=[], strings_can_be_null=False),
+        ).unify_dictionaries()
     except (pa.ArrowException, ValueError):
         return None
-    queries = table["query_id"].combine_chunks().dictionary_encode()  # codes in first-seen order
-    docs = table["doc_id"].combine_chunks().dictionary_encode()
-    scores = table["score"].to_numpy()
-    return (
-        queries.dictionary.to_pylist(),
-        queries.indices.to_numpy(),
-        docs.dictionary.to_numpy(zero_copy_only=False),
-        docs.indices.to_numpy(),
-        scores,
-    )
+    columns = {name: table[name].chunks for name in TREC_COLUMNS if name != "score"}
+    if any(pc.min(pc.binary_length(chunks[0].dictionary)).as_py() == 0 for chunks in columns.values()):
+        return None  # an empty field: two spaces, or one at a line's end, which str.split reads otherwise
+    queries, docs = columns["query_id"][0].dictionary, columns["doc_id"][0].dictionary
+    codes = [np.concatenate([chunk.indices.to_numpy() for chunk in columns[name]]) for name in ("query_id", "doc_id")]
+    return queries.to_pylist(), codes[0], docs.to_numpy(zero_copy_only=False), codes[1], table["score"].to_numpy()
 
 
 def write_run(run: Mapping[str, Any], path: str | Path, kind: str | None = None, tag: str = RUN_TAG) -> Path:
