@@ -42,7 +42,7 @@ import pandas as pd
 
 from zerda_eval.analysis.compare import compare_to_baseline, parse_compare
 from zerda_eval.analysis.settings import AnalysisSettings
-from zerda_eval.columnar import ColumnarRun, from_columns, from_run, gather, union_doc_ids
+from zerda_eval.columnar import ColumnarRun, from_columns, from_run, gather, on_one_table
 from zerda_eval.config.experiment import DEFAULT_SEED
 from zerda_eval.config.tuning import DEFAULT_FOLDS
 from zerda_eval.errors import ConfigError, DataFormatError, unknown_value_message
@@ -322,8 +322,7 @@ def optimize_fusion(
         check_query_overlap(run, judged, f"run {name!r}")
     points = _grid_points(method, grid, len(named))
     parse_measure(measure, "optimize_fusion")
-    table = union_doc_ids([run.doc_ids for run in named.values()])
-    inputs = [run.with_doc_ids(table) for run in named.values()]  # one doc table: the fused runs share it
+    inputs = on_one_table(list(named.values()))  # one doc table: the fused runs share it
     values = [
         _per_query(fuse_columns(method, inputs, **params, **point), judged, [measure])[measure] for point in points
     ]
@@ -346,7 +345,7 @@ def optimize_fusion(
         held_out += [(fused[index], q) for q in qids if fold_of[q] == fold]
         mean = sum(values[index].get(q, 0.0) for q in others) / len(others)
         chosen.append({"fold": fold, "params": points[index], "chosen_on_mean": mean, "chosen_on_queries": len(others)})
-    tuned = gather(held_out, table)
+    tuned = gather(held_out, inputs[0].doc_ids)
     run = _to_ranx_run(tuned, f"{method}[tuned]") if as_ranx else tuned
     return FusionChoice(best_params={**params, **best}, run=run, folds=chosen, grid=points)
 

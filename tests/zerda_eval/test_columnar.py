@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zerda_eval.columnar import ColumnarRun, from_run, gather, union_doc_ids
+from zerda_eval.columnar import ColumnarRun, from_run, gather, on_one_table
 from zerda_eval.errors import DataFormatError, RunError
 from zerda_eval.ranking import doc_key, order_run
 from zerda_eval.store import run_files
@@ -94,18 +94,20 @@ def test_an_id_that_is_not_unicode_is_named():
         from_run({"q": [("\ud800", 1.0)]})
 
 
-def test_union_of_doc_tables_is_the_sorted_set_and_reindexing_keeps_the_rankings():
-    first, second = from_run(random_run(1)), from_run(random_run(2))
-    union = union_doc_ids([first.doc_ids, second.doc_ids])
-    assert union.tolist() == sorted(set(first.doc_ids.tolist()) | set(second.doc_ids.tolist()), key=doc_key)
-    assert first.with_doc_ids(union) == first and second.with_doc_ids(union).to_dict() == second.to_dict()
+def test_runs_on_one_table_index_the_sorted_union_and_keep_their_rankings():
+    first, second, third = (from_run(random_run(seed)) for seed in (1, 2, 3))
+    merged = on_one_table([first, second, third])
+    union = set(first.doc_ids.tolist()) | set(second.doc_ids.tolist()) | set(third.doc_ids.tolist())
+    assert merged[0].doc_ids.tolist() == sorted(union, key=doc_key)
+    assert all(run.doc_ids is merged[0].doc_ids for run in merged)
+    assert [run.to_dict() for run in merged] == [first.to_dict(), second.to_dict(), third.to_dict()]
+    assert on_one_table(merged) == merged  # one table already: the runs themselves
 
 
 def test_gather_takes_each_query_from_its_run():
     first, second = from_run(random_run(1)), from_run(random_run(2))
-    union = union_doc_ids([first.doc_ids, second.doc_ids])
-    a, b = first.with_doc_ids(union), second.with_doc_ids(union)
-    picked = gather([(a, "q3"), (b, "q1"), (b, "absent")], union)
+    a, b = on_one_table([first, second])
+    picked = gather([(a, "q3"), (b, "q1"), (b, "absent")], a.doc_ids)
     assert picked.to_dict() == {"q3": first["q3"], "q1": second["q1"], "absent": []}
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from retrieval.zerda.config import FIXED, RetrieverConfig
 from retrieval.zerda.retriever import HybridRetriever
-from zerda_eval.columnar import ColumnarRun, from_run, union_doc_ids
+from zerda_eval.columnar import ColumnarRun, from_run, on_one_table
 from zerda_eval.fusion.methods import COMBINATIONS, check_shared_queries, fuse_runs, fusion_params, normalised
 
 
@@ -29,8 +29,8 @@ def fuse_columns(method: str, runs: Sequence[ColumnarRun], **params: Any) -> Col
         return from_run(fuse_runs(method, [run.to_dict() for run in runs], **params))
     from zerda_eval.fusion import kernel  # a module import: numba loads only when a fusion runs
 
-    table = union_doc_ids([run.doc_ids for run in runs])
-    runs = [run.with_doc_ids(table) for run in runs]
+    runs = on_one_table(runs)
+    table = runs[0].doc_ids
     query_ids = list(dict.fromkeys(qid for run in runs for qid in run.query_ids))
     starts = np.zeros((len(runs), len(query_ids)), dtype=np.int64)
     stops = np.zeros_like(starts)

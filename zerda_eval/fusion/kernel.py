@@ -86,8 +86,16 @@ def fusion_kernel(
                     fused[j] += bonus * rrf[j] / top if top > 0 else 0.0
         else:
             fused = rrf
-        by_doc = np.argsort(-local[:n_local])  # doc index descending: doc id descending by bytes
-        order = by_doc[np.argsort(-fused[by_doc], kind="mergesort")]  # stable: score desc, then doc desc
+        order = np.argsort(-fused)  # score descending; then each run of equal scores by doc index descending
+        first = 0
+        while first < n_local:
+            last = first + 1
+            while last < n_local and fused[order[last]] == fused[order[first]]:
+                last += 1
+            if last - first > 1:
+                tied = order[first:last]
+                order[first:last] = tied[np.argsort(-local[tied])]
+            first = last
         kept = n_local if top_k <= 0 else min(n_local, top_k)
         start = offsets[q]
         for j in range(kept):
