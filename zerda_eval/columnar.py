@@ -139,7 +139,8 @@ def from_columns(
     queries = np.asarray(query_codes, dtype=np.int64)
     docs = index_of[np.asarray(doc_codes, dtype=np.intp)]
     scores = np.asarray(scores, dtype=np.float64)
-    keep = _checked_rows(query_ids, queries, table[by_bytes], docs, scores, duplicates, where)
+    table = table[by_bytes]  # once: a gather of a StringDType array copies every string
+    keep = _checked_rows(query_ids, queries, table, docs, scores, duplicates, where)
     if keep is not None:
         queries, docs, scores = queries[keep], docs[keep], scores[keep]
     order = _tie_break_order(queries, docs, scores)
@@ -147,7 +148,7 @@ def from_columns(
         queries, docs, scores = queries[order], docs[order], scores[order]
     offsets = np.zeros(len(query_ids) + 1, dtype=np.int64)
     np.cumsum(np.bincount(queries, minlength=len(query_ids)), out=offsets[1:])
-    return ColumnarRun(query_ids, offsets, docs, scores, table[by_bytes])
+    return ColumnarRun(query_ids, offsets, docs, scores, table)
 
 
 def _tie_break_order(queries: np.ndarray, docs: np.ndarray, scores: np.ndarray) -> np.ndarray | None:
