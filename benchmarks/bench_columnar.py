@@ -47,6 +47,7 @@ PERMUTATIONS = 10_000
 WEIGHTS = [0.3, 0.7]
 TUNED_MEASURE = "ndcg@100"
 SAMPLE = 25  # queries whose rankings both sides must agree on
+TINY_RUN = "tiny.trec"
 STAGES = ("read", "evaluate", "compare", "fuse_rrf", "fuse_wsum", "optimize_fusion")
 SIDES = ("ours", "ranx")
 
@@ -83,6 +84,7 @@ def make_data(folder: Path, n_queries: int, depth: int) -> None:
         for j in rng.choice(np.arange(8, pool), size=6, replace=False):
             lines.append(f"{qids[q]} 0 {pids[q, best[q, j]]} 0\n")
     (folder / "qrels.txt").write_text("".join(lines), encoding="utf-8")
+    (folder / TINY_RUN).write_text("q Q0 a 1 2.5 t\nq Q0 b 2 1.5 t\n", encoding="utf-8")  # the read stage's warm-up
 
 
 # --- one (side, stage) in this process --------------------------------------------------------------------
@@ -101,7 +103,7 @@ def stage_ours(stage: str, folder: Path) -> tuple[Any, Any]:
     tiny_qrels = {"q": {"a": 1}}
     tiny = [{"q": [("a", 1.0), ("b", 0.5)]}, {"q": [("b", 2.0), ("c", 0.5)]}]
     if stage == "read":
-        return lambda: ze.read_run(paths[0]), lambda: ze.read_run(paths[0])
+        return lambda: ze.read_run(folder / TINY_RUN), lambda: ze.read_run(paths[0])
     qrels = ze.read_qrels(folder / "qrels.txt")
     runs = [ze.read_run(path) for path in paths[: N_RUNS if stage == "compare" else 2]]
     if stage == "evaluate":
@@ -138,7 +140,7 @@ def stage_ranx(stage: str, folder: Path) -> tuple[Any, Any]:
         ]
 
     if stage == "read":
-        return lambda: Run.from_file(paths[0], kind="trec"), lambda: Run.from_file(paths[0], kind="trec")
+        return lambda: Run.from_file(str(folder / TINY_RUN), kind="trec"), lambda: Run.from_file(paths[0], kind="trec")
     qrels = Qrels.from_file(str(folder / "qrels.txt"), kind="trec")
     runs = [Run.from_file(path, kind="trec", name=f"run{i}") for i, path in enumerate(paths, 1)][
         : N_RUNS if stage == "compare" else 2
