@@ -18,8 +18,12 @@ trec_eval's order (``zerda_eval.ranking.TIE_BREAK``). A doc listed twice for a q
 ``duplicates="max"`` (its best score counts) or ``"first"`` (its first copy) is passed; a run sharing no
 query with the qrels is an error, a partial overlap one warning with the counts.
 
-Every number comes from the code the grid runs: the measures
-from ``evaluation.measures`` (one tie-break, one kernel), fusion from ``fusion.fuse_runs``, tests and
+Runs are held as arrays (``zerda_eval.columnar.ColumnarRun``, a read-only mapping of query id to
+``[(doc_id, score), ...]``, so it reads like the dict ``Run``): a TREC file is parsed by pyarrow, fusion
+and evaluation run compiled over every query at once (``fusion.columns``, ``evaluation.measures.
+evaluate_columns``), the same numbers as the dict path the grid runs. Every number comes from the code
+the grid runs: the measures from ``evaluation.measures`` (one tie-break, one kernel), fusion from
+``fusion.methods`` (``fusion.columns`` computes the same arithmetic on arrays), tests and
 corrections from ``analysis.compare``, the tables from the report's own renderers, and the held-out
 choice of ``optimize_fusion`` from ``execution.tuning`` (the grid's tuned rows). Runs are evaluated as
 given: the grid cuts each at ``[experiment].depth`` first.
@@ -33,18 +37,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from zerda_eval.analysis.compare import compare_to_baseline, parse_compare
 from zerda_eval.analysis.settings import AnalysisSettings
+from zerda_eval.columnar import ColumnarRun, from_columns, from_run, gather, on_one_table
 from zerda_eval.config.experiment import DEFAULT_SEED
 from zerda_eval.config.tuning import DEFAULT_FOLDS
 from zerda_eval.errors import ConfigError, DataFormatError, unknown_value_message
-from zerda_eval.evaluation.measures import DEFAULT_MEASURES, aggregate_values, check_query_overlap, evaluate_run
+from zerda_eval.evaluation.measures import (
+    DEFAULT_MEASURES,
+    aggregate_values,
+    check_query_overlap,
+    evaluate_columns,
+    parse_measure,
+)
 from zerda_eval.execution.tuning import assign_folds, best_variant
-from zerda_eval.fusion import FUSION_METHODS, fuse_runs
+from zerda_eval.fusion import FUSION_METHODS
+from zerda_eval.fusion.columns import fuse_columns
 from zerda_eval.fusion.simplex import simplex_weights
-from zerda_eval.ranking import Run, order_run
 from zerda_eval.report.html import table_html
 from zerda_eval.report.latex import table_latex
 from zerda_eval.report.markdown import table_markdown
@@ -58,41 +70,40 @@ DATASET = "runs"  # the dataset label of an in-memory comparison (one set of qre
 QUERY_COLUMNS = (PARQUET_COLUMNS[0], "query_id")  # a run DataFrame's query column: ranx's, or ir_measures'
 
 
-def as_run(run: Any, where: str = "run", duplicates: str | None = None) -> Run:
-    """A run in the harness's shape ``{qid: [(doc_id, score), ...]}`` in ``TIE_BREAK`` order, from a dict,
-    a ranx ``Run`` or a DataFrame; ``duplicates`` (None, "max", "first") as in ``ranking.tie_break``."""
+def as_run(run: Any, where: str = "run", duplicates: str | None = None) -> ColumnarRun:
+    """A run as a ``ColumnarRun`` (rankings in ``TIE_BREAK`` order) from a dict ``{qid: {doc_id: score}}`` or
+    ``{qid: [(doc_id, score), ...]}``, a ranx ``Run`` or a DataFrame; ``duplicates`` (None, "max", "first")
+    as in ``ranking.tie_break``."""
+    if isinstance(run, ColumnarRun):
+        return run
     if isinstance(run, pd.DataFrame):
-        run = _frame_run(run, where)
-    elif hasattr(run, "to_dict") and not isinstance(run, Mapping):
+        return _frame_run(run, where, duplicates)
+    if hasattr(run, "to_dict") and not isinstance(run, Mapping):
         run = run.to_dict()
     if not isinstance(run, Mapping):
         raise DataFormatError(f"{where}: expected {{qid: {{doc_id: score}}}} or a ranx Run, got {type(run).__name__}")
-    out: Run = {}
-    for qid, ranking in run.items():
-        pairs = ranking.items() if isinstance(ranking, Mapping) else ranking
-        try:
-            out[str(qid)] = [(str(doc_id), float(score)) for doc_id, score in pairs]
-        except (TypeError, ValueError):
-            raise DataFormatError(
-                f"{where}: query {qid!r}: expected {{doc_id: score}} or [(doc_id, score), ...] with numeric scores"
-            ) from None
-    return order_run(out, duplicates, where)
+    return from_run(run, duplicates, where)
 
 
-def _frame_run(frame: pd.DataFrame, where: str) -> dict[str, list[tuple[Any, Any]]]:
-    """``{qid: [(doc_id, score), ...]}`` of a DataFrame's rows (columns: one of ``QUERY_COLUMNS``, doc_id, score)."""
+def _frame_run(frame: pd.DataFrame, where: str, duplicates: str | None) -> ColumnarRun:
+    """The run of a DataFrame's rows (columns: one of ``QUERY_COLUMNS``, doc_id, score)."""
     query = next((column for column in QUERY_COLUMNS if column in frame.columns), None)
     if query is None or not {"doc_id", "score"} <= set(frame.columns):
         raise DataFormatError(
             f"{where}: a run DataFrame needs the columns {' or '.join(QUERY_COLUMNS)}, doc_id and score; "
             f"got {', '.join(map(str, frame.columns))}"
         )
-    out: dict[str, list[tuple[Any, Any]]] = {}
-    for qid, doc_id, score in zip(
-        frame[query].tolist(), frame["doc_id"].tolist(), frame["score"].tolist(), strict=True
-    ):
-        out.setdefault(str(qid), []).append((doc_id, score))
-    return out
+    if not pd.api.types.is_numeric_dtype(frame["score"]) or pd.api.types.is_bool_dtype(frame["score"]):
+        rows: dict[str, list[tuple[Any, Any]]] = {}
+        for qid, doc_id, score in zip(
+            frame[query].tolist(), frame["doc_id"].tolist(), frame["score"].tolist(), strict=True
+        ):
+            rows.setdefault(str(qid), []).append((doc_id, score))
+        return from_run(rows, duplicates, where)
+    query_codes, query_ids = pd.factorize(frame[query].astype(str), use_na_sentinel=False)
+    doc_codes, doc_ids = pd.factorize(frame["doc_id"].astype(str), use_na_sentinel=False)
+    scores = frame["score"].to_numpy(dtype=np.float64)
+    return from_columns(list(query_ids), query_codes, np.asarray(doc_ids), doc_codes, scores, duplicates, where)
 
 
 def as_qrels(qrels: Any, where: str = "qrels") -> dict[str, dict[str, int]]:
@@ -113,7 +124,7 @@ def as_qrels(qrels: Any, where: str = "qrels") -> dict[str, dict[str, int]]:
     return out
 
 
-def named_runs(runs: Any, duplicates: str | None = None) -> dict[str, Run]:
+def named_runs(runs: Any, duplicates: str | None = None) -> dict[str, ColumnarRun]:
     """``{name: run}`` (each through ``as_run``) from a mapping of names to runs, or a sequence of runs (a
     ranx Run's ``name``, else ``run_1``, ``run_2``, ...)."""
     if isinstance(runs, Mapping) and _named(runs):
@@ -148,7 +159,7 @@ def _is_run(mapping: Mapping[str, Any]) -> bool:
     return all(isinstance(value, Mapping | list | tuple) for value in mapping.values())
 
 
-def _to_ranx_run(run: Run, name: str | None = None) -> Any:
+def _to_ranx_run(run: Mapping[str, Any], name: str | None = None) -> Any:
     from ranx import Run as RanxRun
 
     return RanxRun({qid: dict(ranking) for qid, ranking in run.items()}, name=name)
@@ -166,7 +177,7 @@ def evaluate(
     names = _measure_names(measures, "evaluate")
     judged, ranked = as_qrels(qrels), as_run(run, "run", duplicates)
     check_query_overlap(ranked, judged)
-    values = evaluate_run(ranked, judged, names)
+    values = _per_query(ranked, judged, names)
     result = values if per_query else aggregate_values(values)
     return result[names[0]] if isinstance(measures, str) else result
 
@@ -242,7 +253,7 @@ def compare(
     rows, long = [], []
     for name, run in runs.items():
         check_query_overlap(run, judged, f"run {name!r}")
-        values = evaluate_run(run, judged, list(measures))
+        values = _per_query(run, judged, list(measures))
         rows.append({"dataset": DATASET, "system": name, "cell_id": name, **aggregate_values(values)})
         long += [(name, m, qid, value) for m, by_qid in values.items() for qid, value in by_qid.items()]
     results = pd.DataFrame(rows)
@@ -259,8 +270,15 @@ def fuse(runs: Any, method: str = "rrf", as_ranx: bool = False, duplicates: str 
     pipeline_rrf) with its parameters, in the tie-break order; ``weights`` follow the runs' order. A rank
     (RRF's) is a doc's place in its run's score order, never its place in the dict."""
     named = named_runs(runs, duplicates)
-    fused = fuse_runs(method, list(named.values()), **params)
+    fused = fuse_columns(method, list(named.values()), **params)
     return _to_ranx_run(fused, method) if as_ranx else fused
+
+
+def _per_query(run: ColumnarRun, judged: Mapping[str, Mapping[str, int]], measures: list[str]) -> dict:
+    """``evaluate_run``'s ``{measure: {qid: value}}`` over the judged queries, computed on the arrays."""
+    qids = [qid for qid, docs in judged.items() if docs]
+    table = evaluate_columns(run, judged, measures)
+    return {measure: dict(zip(qids, table[measure].tolist(), strict=True)) for measure in measures}
 
 
 @dataclass(frozen=True)
@@ -303,9 +321,11 @@ def optimize_fusion(
     for name, run in named.items():
         check_query_overlap(run, judged, f"run {name!r}")
     points = _grid_points(method, grid, len(named))
-    inputs = list(named.values())
-    fused = [fuse_runs(method, inputs, **params, **point) for point in points]
-    values = [evaluate_run(run, judged, [measure])[measure] for run in fused]
+    parse_measure(measure, "optimize_fusion")
+    inputs = on_one_table(list(named.values()))  # one doc table: the fused runs share it
+    values = [
+        _per_query(fuse_columns(method, inputs, **params, **point), judged, [measure])[measure] for point in points
+    ]
     qids = [qid for qid, docs in judged.items() if docs]
     if isinstance(folds, bool) or not isinstance(folds, int) or not 2 <= folds <= len(qids):
         raise ConfigError(
@@ -314,15 +334,19 @@ def optimize_fusion(
         )
     best = points[best_variant(values, qids)]
     fold_of = assign_folds(qids, folds, seed)
-    held_out: Run = {}
+    fused: dict[int, ColumnarRun] = {}
+    held_out: list[tuple[ColumnarRun, str]] = []
     chosen = []
     for fold in range(folds):
         others = [q for q in qids if fold_of[q] != fold]
         index = best_variant(values, others)
-        held_out.update({q: fused[index].get(q, []) for q in qids if fold_of[q] == fold})
+        if index not in fused:
+            fused[index] = fuse_columns(method, inputs, **params, **points[index])
+        held_out += [(fused[index], q) for q in qids if fold_of[q] == fold]
         mean = sum(values[index].get(q, 0.0) for q in others) / len(others)
         chosen.append({"fold": fold, "params": points[index], "chosen_on_mean": mean, "chosen_on_queries": len(others)})
-    run = _to_ranx_run(held_out, f"{method}[tuned]") if as_ranx else held_out
+    tuned = gather(held_out, inputs[0].doc_ids)
+    run = _to_ranx_run(tuned, f"{method}[tuned]") if as_ranx else tuned
     return FusionChoice(best_params={**params, **best}, run=run, folds=chosen, grid=points)
 
 
@@ -343,9 +367,9 @@ def _grid_points(method: str, grid: Mapping[str, Sequence[Any]] | None, n_runs: 
 
 
 def read_run(path: str | Path, kind: str | None = None, as_ranx: bool = False, duplicates: str | None = None) -> Any:
-    """A run file (TREC, ranx JSON or Parquet: ``store.run_files``) as ``{qid: [(doc_id, score), ...]}`` in
-    ``TIE_BREAK`` order, whatever the order of its lines."""
-    run = run_files.read_run(path, kind, duplicates)
+    """A run file (TREC, ranx JSON or Parquet: ``store.run_files``) as a ``ColumnarRun`` (reads as
+    ``{qid: [(doc_id, score), ...]}``) in ``TIE_BREAK`` order, whatever the order of its lines."""
+    run = run_files.read_run_columns(path, kind, duplicates)
     return _to_ranx_run(run, Path(path).stem) if as_ranx else run
 
 

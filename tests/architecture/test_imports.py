@@ -17,13 +17,14 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("retrieval", "zerda_eval")
 # Bottom to top: a module may import its own layer and any layer below, never above. A module belongs
 # to the layer of its longest matching entry. On the floor, the package's top-level helper modules that every
-# layer may call: ``errors``, ``hashing``, ``ranking`` (the run type and THE tie-break), ``checks`` (the one key
-# checker) and ``faults`` (the test fault hook); each imports only the floor.
+# layer may call: ``errors``, ``hashing``, ``ranking`` (the run type and THE tie-break), ``columnar`` (the run as
+# arrays), ``checks`` (the one key checker) and ``faults`` (the test fault hook); each imports only the floor.
 LAYERS = (
     (
         "zerda_eval.errors",
         "zerda_eval.hashing",
         "zerda_eval.ranking",
+        "zerda_eval.columnar",
         "zerda_eval.checks",
         "zerda_eval.faults",
     ),

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from zerda_eval.columnar import ColumnarRun, doc_table
 from zerda_eval.errors import ConfigError, DataFormatError, RunError, ZerdaEvalWarning, did_you_mean
 from zerda_eval.ranking import Run, tie_break, top_doc_ids
 
@@ -146,6 +147,53 @@ def evaluate_run(run: Run, qrels: Qrels, measures: Sequence[str]) -> dict[str, d
     for measure, row in zip(measures, table.tolist(), strict=True):
         values[measure].update(zip(qids, row, strict=True))
     return values
+
+
+def evaluate_columns(run: ColumnarRun, qrels: Qrels, measures: Sequence[str]) -> dict[str, np.ndarray]:
+    """``evaluate_run`` on a ``ColumnarRun``: per measure, the values of the judged queries (qrels order).
+
+    The run's rows are in ``TIE_BREAK`` order already; each judged (query, doc) pair becomes one int64 key
+    (query position x doc-table size + doc index) and every ranked doc finds its grade by one binary search
+    over the sorted keys, so no Python work is done per ranked document.
+    """
+    parsed = [parse_measure(measure) for measure in measures]
+    judged = {qid: docs for qid, docs in qrels.items() if docs}
+    if not judged or not measures:
+        return {measure: np.zeros(len(judged)) for measure in measures}
+    rows = np.array([run.row(qid) for qid in judged], dtype=np.int64)
+    found = rows >= 0
+    starts = np.where(found, run.offsets[:-1][rows], 0)
+    lengths = np.where(found, run.lengths()[rows], 0)
+    whole = any(m.cutoff is None for m in parsed)
+    lengths = np.minimum(lengths, max(int(lengths.max()) if whole else max(m.cutoff or 0 for m in parsed), 1))
+    offsets = _offsets(lengths, len(judged))
+    position = np.repeat(starts - offsets[:-1], lengths) + np.arange(int(offsets[-1]))
+    width = max(run.doc_ids.size, 1)
+    keys, grades = _judged_keys(run.doc_ids, judged.values(), width)
+    ranked = np.repeat(np.arange(len(judged), dtype=np.int64), lengths) * width + run.docs[position]
+    at = np.minimum(np.searchsorted(keys, ranked), max(keys.size - 1, 0))
+    hit = keys[at] == ranked if keys.size else np.zeros(ranked.size, dtype=bool)
+    ranked_grades = np.where(hit, grades[at] if keys.size else 0.0, np.nan)
+    table = grades_table(ranked_grades, offsets, list(judged.values()), parsed)
+    return dict(zip(measures, table, strict=True))
+
+
+def _judged_keys(doc_ids: np.ndarray, judgements: Any, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted keys ``query position * width + doc index`` of the judged docs found in ``doc_ids``, and their grades."""
+    counts = []
+    names, values = [], []
+    for docs in judgements:
+        counts.append(len(docs))
+        names += docs.keys()
+        values += docs.values()
+    judged_docs = doc_table(names, "qrels")
+    place = np.searchsorted(doc_ids, judged_docs)
+    inside = place < doc_ids.size
+    known = np.zeros(place.size, dtype=bool)
+    known[inside] = doc_ids[place[inside]] == judged_docs[inside]
+    keys = np.repeat(np.arange(len(counts), dtype=np.int64), counts) * width + place
+    order = np.argsort(keys[known])
+    return keys[known][order], np.asarray(values, dtype=np.float64)[known][order]
 
 
 def check_query_overlap(run: Mapping[str, Any], qrels: Qrels, where: str = "run") -> None:

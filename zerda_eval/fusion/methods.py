@@ -110,19 +110,27 @@ def resolve_fusion_params(method: str, params: Mapping[str, Any], where: str = "
     return resolved
 
 
-def fuse_runs(method: str, runs: Sequence[Mapping[str, Ranking]], **params: Any) -> Run:
-    """Fuse ``runs`` with ``method`` (a key of ``FUSION_METHODS``) and the given parameters."""
+def fusion_params(method: str, n_runs: int, params: Mapping[str, Any]) -> dict[str, Any]:
+    """``resolve_fusion_params`` for fusing ``n_runs`` runs: a learned method, fewer than 2 runs or a weight
+    count other than ``n_runs`` is a ``ConfigError`` (``fuse_runs``'s and ``fuse_columns``' one check)."""
     resolved = resolve_fusion_params(method, params, where="fuse_runs")
     if method in LEARNED_METHODS:
         raise ConfigError(
             f"fuse_runs: fusion {method!r} is learned from judged queries; use it in a tuned [[fusions]] entry "
             "(tune = true), which fits it on the training queries of each fold"
         )
-    if len(runs) < 2:
-        raise ConfigError(f"fuse_runs: fusion {method!r} needs at least 2 input runs, got {len(runs)}")
+    if n_runs < 2:
+        raise ConfigError(f"fuse_runs: fusion {method!r} needs at least 2 input runs, got {n_runs}")
     weights = resolved.get("weights")
-    if weights is not None and len(weights) != len(runs):
-        raise ConfigError(f"fuse_runs: {len(weights)} weights for {len(runs)} input runs; give one per run")
+    if weights is not None and len(weights) != n_runs:
+        raise ConfigError(f"fuse_runs: {len(weights)} weights for {n_runs} input runs; give one per run")
+    return resolved
+
+
+def fuse_runs(method: str, runs: Sequence[Mapping[str, Ranking]], **params: Any) -> Run:
+    """Fuse ``runs`` with ``method`` (a key of ``FUSION_METHODS``) and the given parameters."""
+    resolved = fusion_params(method, len(runs), params)
+    weights = resolved.get("weights")
     runs = ordered_inputs(runs)
     query_ids = list(dict.fromkeys(qid for run in runs for qid in run))
     aligned = [{qid: run.get(qid, []) for qid in query_ids} for run in runs]
@@ -145,12 +153,17 @@ def ordered_inputs(runs: Sequence[Mapping[str, Ranking]], where: str = "fuse_run
     """The input runs in ``TIE_BREAK`` order (``RunError`` on a doc listed twice or a non-finite score);
     runs that share no query id are a ``RunError``: fusing them would only list their union."""
     ordered = [order_run(run, None, f"{where}: input run {i}") for i, run in enumerate(runs, start=1)]
-    if ordered and any(ordered) and not set.intersection(*(set(run) for run in ordered)):
+    check_shared_queries(ordered, where)
+    return ordered
+
+
+def check_shared_queries(runs: Sequence[Mapping[str, Any]], where: str = "fuse_runs") -> None:
+    """``RunError`` when the runs share no query id: fusing them would only list their union."""
+    if runs and any(runs) and not set.intersection(*(set(run) for run in runs)):
         examples = "; ".join(
-            f"run {i}: {', '.join(map(repr, list(run)[:3])) or 'none'}" for i, run in enumerate(ordered, 1)
+            f"run {i}: {', '.join(map(repr, list(run)[:3])) or 'none'}" for i, run in enumerate(runs, 1)
         )
         raise RunError(f"{where}: the input runs share no query id ({examples}); fuse runs of the same queries")
-    return ordered
 
 
 def _ids(ranking: Ranking) -> list[str]:
@@ -171,7 +184,7 @@ def _pipeline_rrf(
     return {item.id: item.score for item in rrf_fuse(lists, list(weights) if weights else None, k, top_k)}
 
 
-def _normalised(scores: np.ndarray, score_norm: str) -> np.ndarray:
+def normalised(scores: np.ndarray, score_norm: str) -> np.ndarray:
     """ranx's per-query normalisations: ``(s - min) / max(max - min, 1e-9)`` and ``(s - mean) / max(std, 1e-9)``."""
     if score_norm == "none" or scores.size == 0:
         return scores
@@ -188,7 +201,7 @@ def score_matrix(rankings: list[Ranking], score_norm: str) -> tuple[list[str], n
     for ranking in rankings:
         scores = dict(ranking)  # each doc once (``ordered_inputs``)
         where = np.array([columns.setdefault(doc_id, len(columns)) for doc_id in scores], dtype=np.intp)
-        rows.append((where, _normalised(np.fromiter(scores.values(), np.float64, len(scores)), score_norm)))
+        rows.append((where, normalised(np.fromiter(scores.values(), np.float64, len(scores)), score_norm)))
     matrix = np.zeros((len(rankings), len(columns)))
     present = np.zeros(matrix.shape, dtype=bool)
     for row, (where, values) in enumerate(rows):

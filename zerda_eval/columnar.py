@@ -1,0 +1,265 @@
+"""The run as arrays: ``ColumnarRun``, the harness's ``Run`` without a Python tuple per (doc, score).
+
+A 5,000-query x 1,000-deep run held as ``{qid: [(doc_id, score), ...]}`` takes about 1.6 GB; as arrays it
+takes 12 bytes a row plus one table of distinct doc ids. Query ``q`` (``query_ids[q]``) owns the rows
+``offsets[q]:offsets[q + 1]`` of ``docs`` (int32 indices into ``doc_ids``) and ``scores`` (float64), in
+``ranking.TIE_BREAK`` order. ``doc_ids`` is sorted by UTF-8 bytes (numpy's ``StringDType`` compares code
+points, which is the same order), so "doc id descending by bytes" is "doc index descending" and the
+tie-break is a numeric sort on (score, index).
+
+Built from flat columns (``from_columns``: a TREC file's, a DataFrame's) or a dict run (``from_run``),
+with ``ranking``'s rules and messages: a non-finite score or a doc listed twice in a query is a
+``RunError`` unless a ``duplicates`` policy says which copy counts; a query is checked by
+``ranking.ranked_arrays`` itself whenever it has a problem, so the message is the one the dict path gives.
+It is a read-only ``Mapping`` from query id to a ``Ranking`` list, so code written for the dict ``Run``
+reads it unchanged (each access builds that query's list).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+from zerda_eval.errors import DataFormatError
+from zerda_eval.ranking import Ranking, Run, check_duplicates_policy, ranked_arrays
+
+DOC_TABLE = np.dtypes.StringDType()  # doc ids: variable-width UTF-8, sorted by code point (= UTF-8 bytes)
+
+
+class ColumnarRun(Mapping[str, Ranking]):
+    """A run as ``query_ids``, ``offsets`` (int64), ``docs`` (int32 into ``doc_ids``) and ``scores`` (float64).
+
+    Rows of a query are in ``TIE_BREAK`` order; ``doc_ids`` is sorted and holds each id once. Build it with
+    ``from_columns`` / ``from_run`` (which check and order), not by hand.
+    """
+
+    __slots__ = ("_rows", "doc_ids", "docs", "offsets", "query_ids", "scores")
+
+    def __init__(
+        self, query_ids: Sequence[str], offsets: np.ndarray, docs: np.ndarray, scores: np.ndarray, doc_ids: np.ndarray
+    ) -> None:
+        self.query_ids = list(query_ids)
+        self.offsets, self.docs, self.scores, self.doc_ids = offsets, docs, scores, doc_ids
+        self._rows: dict[str, int] | None = None
+
+    def row(self, qid: str) -> int:
+        """The position of ``qid`` in ``query_ids``, or -1."""
+        if self._rows is None:
+            self._rows = {q: i for i, q in enumerate(self.query_ids)}
+        return self._rows.get(qid, -1)
+
+    def lengths(self) -> np.ndarray:
+        """Rows per query (int64)."""
+        return np.diff(self.offsets)
+
+    def __getitem__(self, qid: str) -> Ranking:
+        row = self.row(qid)
+        if row < 0:
+            raise KeyError(qid)
+        start, stop = int(self.offsets[row]), int(self.offsets[row + 1])
+        doc_ids = self.doc_ids[self.docs[start:stop]].tolist()
+        return list(zip(doc_ids, self.scores[start:stop].tolist(), strict=True))
+
+    def __contains__(self, qid: object) -> bool:
+        return isinstance(qid, str) and self.row(qid) >= 0
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.query_ids)
+
+    def __len__(self) -> int:
+        return len(self.query_ids)
+
+    def __repr__(self) -> str:
+        return f"ColumnarRun({len(self.query_ids)} queries, {self.docs.size} rows, {self.doc_ids.size} doc ids)"
+
+    def to_dict(self) -> Run:
+        """The dict ``Run`` ``{qid: [(doc_id, score), ...]}`` (same order), for code that needs one."""
+        doc_ids, scores = self.doc_ids[self.docs].tolist(), self.scores.tolist()
+        bounds = self.offsets.tolist()
+        return {
+            qid: list(zip(doc_ids[start:stop], scores[start:stop], strict=True))
+            for qid, start, stop in zip(self.query_ids, bounds[:-1], bounds[1:], strict=True)
+        }
+
+
+def doc_table(doc_ids: Sequence[str] | np.ndarray, where: str = "run") -> np.ndarray:
+    """``doc_ids`` as a ``DOC_TABLE`` array (``DataFormatError`` for an id that is not valid Unicode)."""
+    try:
+        return np.asarray(doc_ids, dtype=DOC_TABLE)
+    except UnicodeEncodeError as exc:
+        bad = exc.object if isinstance(exc.object, str) else "?"
+        raise DataFormatError(f"{where}: doc id {bad!r} is not valid Unicode (a lone surrogate); fix the id") from None
+
+
+def on_one_table(runs: Sequence[ColumnarRun]) -> list[ColumnarRun]:
+    """The runs re-indexed on one sorted doc-id table holding every run's ids (the runs themselves when they
+    share one already). One stable sort of the tables joined: a binary search of a ``StringDType`` table
+    is slow (about 3 us a lookup here), a sort is not."""
+    tables = [run.doc_ids for run in runs]
+    if all(table is tables[0] for table in tables):
+        return list(runs)
+    joined = np.concatenate(tables)
+    order = np.argsort(joined, kind="stable")
+    ranked = joined[order]
+    first = np.ones(joined.size, dtype=bool)  # each table holds an id once: equal ids are from two tables
+    first[1:] = ranked[1:] != ranked[:-1]
+    where = np.empty(joined.size, dtype=np.int32)
+    where[order] = np.cumsum(first) - 1
+    union = ranked[first]
+    bounds = np.cumsum([0] + [table.size for table in tables]).tolist()
+    return [
+        ColumnarRun(run.query_ids, run.offsets, where[start:stop][run.docs], run.scores, union)
+        for run, start, stop in zip(runs, bounds[:-1], bounds[1:], strict=True)
+    ]
+
+
+def from_columns(
+    query_ids: Sequence[str],
+    query_codes: np.ndarray,
+    doc_ids: np.ndarray,
+    doc_codes: np.ndarray,
+    scores: np.ndarray,
+    duplicates: str | None = None,
+    where: str = "run",
+) -> ColumnarRun:
+    """The run of rows ``(query_ids[query_codes[i]], doc_ids[doc_codes[i]], scores[i])`` given in input order.
+
+    ``query_ids`` in the order the run lists them (first seen), each once; ``doc_ids`` each id once, any
+    order. Each query's rows are put in ``TIE_BREAK`` order; a problem (non-finite score, a doc listed twice
+    with ``duplicates`` None) is the ``RunError`` ``ranking.order_run`` raises for the same input.
+    """
+    check_duplicates_policy(duplicates, where)
+    table = doc_table(doc_ids, where)
+    by_bytes = np.argsort(table, kind="stable")
+    index_of = np.empty(by_bytes.size, dtype=np.int32)
+    index_of[by_bytes] = np.arange(by_bytes.size, dtype=np.int32)
+    queries = np.asarray(query_codes, dtype=np.int64)
+    docs = index_of[np.asarray(doc_codes, dtype=np.intp)]
+    scores = np.asarray(scores, dtype=np.float64)
+    table = table[by_bytes]  # once: a gather of a StringDType array copies every string
+    keep = _checked_rows(query_ids, queries, table, docs, scores, duplicates, where)
+    if keep is not None:
+        queries, docs, scores = queries[keep], docs[keep], scores[keep]
+    order = _tie_break_order(queries, docs, scores)
+    if order is not None:
+        queries, docs, scores = queries[order], docs[order], scores[order]
+    offsets = np.zeros(len(query_ids) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(queries, minlength=len(query_ids)), out=offsets[1:])
+    return ColumnarRun(query_ids, offsets, docs, scores, table)
+
+
+def _tie_break_order(queries: np.ndarray, docs: np.ndarray, scores: np.ndarray) -> np.ndarray | None:
+    """The permutation that groups rows by query in order, each query's in ``TIE_BREAK`` order; None when
+    they are already. Rows grouped and by score already (as most run files are) only have their runs of
+    tied rows sorted, by doc index descending; anything else is one ``lexsort``."""
+    if queries.size < 2:
+        return None
+    same = queries[1:] == queries[:-1]
+    if not (same | (queries[1:] > queries[:-1])).all() or not ((scores[:-1] >= scores[1:]) | ~same).all():
+        return np.lexsort((-docs.astype(np.int64), -scores, queries))
+    tied = same & (scores[:-1] == scores[1:])
+    if not (tied & (docs[:-1] < docs[1:])).any():
+        return None
+    member = np.zeros(queries.size, dtype=bool)  # rows in a run of equal scores
+    member[:-1] |= tied
+    member[1:] |= tied
+    rows = np.flatnonzero(member)
+    group = np.cumsum(~np.r_[False, tied][rows])  # a new run starts where a row does not tie the one before
+    order = np.arange(queries.size)
+    order[rows] = rows[np.lexsort((-docs[rows].astype(np.int64), group))]
+    return order
+
+
+def _checked_rows(
+    query_ids: Sequence[str],
+    queries: np.ndarray,
+    table: np.ndarray,
+    docs: np.ndarray,
+    scores: np.ndarray,
+    duplicates: str | None,
+    where: str,
+) -> np.ndarray | None:
+    """The rows to keep (None: all), or the ``RunError`` of the first query (in query order) with a problem.
+
+    A problem query goes through ``ranking.ranked_arrays`` on its own rows, so it raises exactly as the dict
+    path would; only doc copies that a ``duplicates`` policy resolves are dropped here, vectorised.
+    """
+    bad = ~np.isfinite(scores)
+    width = max(table.size, 1)
+    key = queries * width + docs
+    sorted_key = np.sort(key)
+    repeated = sorted_key[1:][sorted_key[1:] == sorted_key[:-1]]
+    if not bad.any() and not repeated.size:
+        return None
+    for q in np.union1d(queries[bad], repeated // width).tolist():
+        rows = np.flatnonzero(queries == q)
+        pairs = list(zip(table[docs[rows]].tolist(), scores[rows].tolist(), strict=True))
+        ranked_arrays(pairs, duplicates, f"{where}, query {query_ids[q]!r}")  # raises, or resolves the copies
+    position = np.arange(key.size)
+    ranks = (position,) if duplicates == "first" else (position, -scores)  # "max": best score, first of equals
+    order = np.lexsort((*ranks, key))
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = key[order][1:] != key[order][:-1]
+    return np.sort(order[first])
+
+
+def from_run(run: Mapping[str, Any], duplicates: str | None = None, where: str = "run") -> ColumnarRun:
+    """A ``ColumnarRun`` of ``{qid: [(doc_id, score), ...]}`` or ``{qid: {doc_id: score}}`` (its own rows when
+    it is one already). Ids become ``str`` and scores ``float``; ``DataFormatError`` names a query whose
+    ranking is not (doc, number) pairs."""
+    if isinstance(run, ColumnarRun):
+        return run
+    rankings = {str(qid): ranking for qid, ranking in run.items()}  # 1 and "1" are one query: the last counts
+    doc_parts, score_parts = [], []
+    for qid, ranking in rankings.items():
+        try:
+            pairs = ranking.items() if isinstance(ranking, Mapping) else ranking
+            docs, scores = zip(*pairs, strict=True) if len(pairs) else ((), ())
+            values = np.fromiter(scores, dtype=np.float64, count=len(scores))
+            if np.isnan(values).any() and any(score is None for score in scores):  # numpy reads None as NaN
+                raise TypeError
+        except (TypeError, ValueError):
+            raise DataFormatError(bad_ranking_message(where, qid)) from None
+        doc_parts.append(docs)
+        score_parts.append(values)
+    query_ids = list(rankings)
+    lengths = np.fromiter(map(len, doc_parts), dtype=np.int64, count=len(doc_parts))
+    scores = np.concatenate(score_parts) if score_parts else np.zeros(0)
+    doc_codes, doc_ids = _factorize([str(doc_id) for doc_id in chain.from_iterable(doc_parts)])
+    queries = np.repeat(np.arange(len(query_ids), dtype=np.int64), lengths)
+    return from_columns(query_ids, queries, doc_ids, doc_codes, scores, duplicates, where)
+
+
+def bad_ranking_message(where: str, qid: Any) -> str:
+    """The one-line message for a query whose ranking is not (doc_id, number) pairs."""
+    return f"{where}: query {qid!r}: expected {{doc_id: score}} or [(doc_id, score), ...] with numeric scores"
+
+
+def _factorize(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Codes (int64) and the distinct values (first-seen order) of a list of strings."""
+    import pandas as pd
+
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
+    return codes, np.asarray(uniques, dtype=object)
+
+
+def gather(parts: Sequence[tuple[ColumnarRun, str]], doc_ids: np.ndarray) -> ColumnarRun:
+    """One run of the query ``qid`` of each ``(run, qid)`` in order (runs indexing ``doc_ids``); a query the
+    run lacks is an empty ranking."""
+    starts, stops = [], []
+    for run, qid in parts:
+        row = run.row(qid)
+        starts.append(run.offsets[row] if row >= 0 else 0)
+        stops.append(run.offsets[row + 1] if row >= 0 else 0)
+    lengths = np.array(stops, dtype=np.int64) - np.array(starts, dtype=np.int64)
+    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    docs = np.empty(int(offsets[-1]), dtype=np.int32)
+    scores = np.empty(int(offsets[-1]), dtype=np.float64)
+    for (run, _), start, first, last in zip(parts, offsets[:-1].tolist(), starts, stops, strict=True):
+        docs[start : start + last - first] = run.docs[first:last]
+        scores[start : start + last - first] = run.scores[first:last]
+    return ColumnarRun([qid for _, qid in parts], offsets, docs, scores, doc_ids)
