@@ -369,3 +369,71 @@ def test_a_killed_encode_costs_only_its_chunk(tmp_path):
         vectors = embeddings.embed_corpus(embedder, list("abcdef"), tmp_path)
     assert embedder.encoded == ["c", "d", "e", "f"]  # chunk "ab" was stored before the kill
     np.testing.assert_array_equal(vectors, Counting().embed(list("abcdef")))
+
+
+# --- a million passages on a local cluster (the scale set: pytest -m scale) --------------------------
+
+MILLION = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def million_beir(tmp_path_factory) -> Path:
+    """1,000,000 passages of 8-40 Zipfian words from a 20,000-word vocabulary; 200 queries, query i copying 5
+    words of passage 4,999 i, which is its one relevant doc."""
+    folder = tmp_path_factory.mktemp("million-beir")
+    rng = np.random.default_rng(46)
+    vocabulary = np.array([f"w{i}" for i in range(20_000)])
+    probabilities = 1.0 / np.arange(1, 20_001) ** 1.07
+    lengths = rng.integers(8, 41, size=MILLION)
+    words = vocabulary[rng.choice(20_000, size=int(lengths.sum()), p=probabilities / probabilities.sum())]
+    bounds = np.concatenate([[0], np.cumsum(lengths)])
+    docs = [" ".join(words[bounds[i] : bounds[i + 1]]) for i in range(MILLION)]
+    with (folder / "corpus.jsonl").open("w") as out:
+        out.writelines(f'{{"_id": "p{i}", "title": "", "text": "{text}"}}\n' for i, text in enumerate(docs))
+    with (folder / "queries.jsonl").open("w") as out:
+        out.writelines(f'{{"_id": "q{q}", "text": "{" ".join(docs[4_999 * q].split()[:5])}"}}\n' for q in range(200))
+    (folder / "qrels").mkdir()
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"q{q}\tp{4_999 * q}\t1\n" for q in range(200))
+    )
+    return folder
+
+
+def _million_experiment(folder: Path, output_dir: Path):
+    raw = {
+        "experiment": {
+            "name": "million",
+            "depth": 100,
+            "measures": ["ndcg@10", "recall@100"],
+            "output_dir": str(output_dir),
+            "cache_dir": str(output_dir / "cache"),
+        },
+        "datasets": [{"name": "million", "path": str(folder), "format": "beir"}],
+        "systems": [
+            {"name": "bm25", "family": "zerda.keyword", "params": {"engine": "fast"}},
+            {"name": "bm25_b", "family": "zerda.keyword", "params": {"engine": "fast"}, "grid": {"b": [0.3, 0.9]}},
+            {"name": "dense", "family": "dense", "params": {"embedder": "wordllama"}},
+        ],
+        "fusions": [
+            {"name": "rrf", "inputs": ["bm25", "dense"], "method": "rrf"},
+            {"name": "wsum", "inputs": ["bm25", "dense"], "method": "wsum", "params": {"score_norm": "min-max"}},
+        ],
+    }
+    return resolve_experiment(raw, "million.toml")
+
+
+@pytest.mark.scale
+def test_a_million_passages_on_a_local_cluster_equal_the_serial_run(million_beir, local_executor, tmp_path):
+    """Issue 46: the grid at 1M passages, serially and on two Dask workers that encode the corpus in chunks and
+    run the cells: the same run files to the byte, the same measures."""
+    from zerda_eval.execution.executors import encode_on_workers
+
+    serial = _million_experiment(million_beir, tmp_path / "serial")
+    dask = _million_experiment(million_beir, tmp_path / "dask")
+    serial_table = run_experiment(serial, progress=False)
+    encode_on_workers(local_executor.client, dask.cells, (tmp_path / "dask" / "cache").resolve(), progress=False)
+    dask_table = run_experiment(dask, progress=False, executor=local_executor)
+    _assert_same_runs(tmp_path / "serial", tmp_path / "dask", len(serial.cells))
+    columns = ["dataset", "system", "cell_id", "ndcg@10", "recall@100"]
+    assert dask_table[columns].equals(serial_table[columns])
+    assert serial_table["ndcg@10"].min() > 0.0  # every cell found the copied passages somewhere in its top 10
