@@ -530,7 +530,8 @@ def effect_intervals(data: RunData, comparisons: pd.DataFrame, dataset: str, mea
         matplotlib.lines.Line2D([], [], color="#dd8452", linewidth=3, label="tests disagree"),
         matplotlib.patches.Patch(color="#e5e5e5", label="± min. detectable effect"),
     ]
-    ax.legend(handles=legend, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=4, frameon=False, fontsize=8)
+    # the figure's legend, above everything: as the axes' own, wider than the axes, it collapsed the layout
+    fig.legend(handles=legend, loc="outside upper center", ncols=4, frameon=False, fontsize=8)
     where = f"the table of {dataset} against {data.spec.baseline}"
     ax.set_xlabel(f"Δ {measure} (system − {data.spec.baseline})" + drawn.figure_note(where))
     caption = (

@@ -131,3 +131,26 @@ def test_a_small_grid_is_drawn_whole_in_results_order(tmp_path, drawn):
     labels = [label.get_text() for label in drawn[figure.name].axes[0].get_yticklabels()]
     assert labels == ["base (baseline)", *[small.labels[s] for s in few["system"].iloc[1:]]]
     assert "Not drawn" not in figure.caption and not any("more cells" in t for t in svg_texts(figure))
+
+
+def test_effect_intervals_lay_out_long_names_without_collapsing_the_axes(tmp_path, drawn):
+    """reports/best's effect plots (names like ``bm25_grid[1.5, 0.75, none, english, english] (best of 30)``):
+    the legend sat above the axes as the axes' own artist, wider than the axes, so matplotlib's constrained
+    layout gave up ("axes sizes collapsed to zero") and drew the figure unlaid-out."""
+    import warnings
+
+    from zerda_eval.analysis.compare import compare_to_baseline
+
+    data = many_cells()
+    prefix = "an_entry_named_at_length_as_grid_rows_are_"
+    long = {label: label if label == "base" else prefix + label for label in data.results["system"]}
+    data.results["system"] = data.results["system"].map(long)
+    data.per_query["system"] = data.per_query["system"].map(long)
+    comparisons = compare_to_baseline(data.results, data.per_query, data.spec)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        figure = plots.effect_intervals(data, comparisons, "d", "ndcg@10", tmp_path)
+    fig = drawn[figure.png.stem]
+    ax = fig.axes[0]
+    assert ax.get_position().width > 0.2  # the data area keeps a fifth of the figure's width
+    assert fig.legends and not ax.get_legend()  # the legend is the figure's, laid out outside the axes
