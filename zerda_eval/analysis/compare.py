@@ -13,7 +13,7 @@ power: the minimum detectable effect with these queries and this variance, the q
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,9 +152,22 @@ def _baseline_cell(results: pd.DataFrame, dataset: str, baseline: str) -> str | 
     return str(rows["cell_id"].iloc[0])
 
 
+def test_pairs(pairs: Sequence[sig.Aligned], spec: CompareSpec) -> list[dict[str, Any]]:
+    """``test_pair`` of every aligned pair, in order; the randomisation tests of the pairs with the same
+    number of queries share one pass over their seeded sign batches (``sig.randomization_tests_by_length``),
+    with the p-values each pair's own test gives."""
+    fisher = sig.randomization_tests_by_length([a.delta for a in pairs], spec.n_permutations, spec.seed)
+    return [_pair_row(aligned, spec, p) for aligned, p in zip(pairs, fisher, strict=True)]
+
+
 def test_pair(aligned: sig.Aligned, spec: CompareSpec) -> dict[str, Any]:
     """One comparison's numbers: means, the mean difference with its t and BCa intervals, d_z, the raw
     p-value of every test (``sig.TESTS``) and whether they agree at alpha, and the comparison's power."""
+    return test_pairs([aligned], spec)[0]
+
+
+def _pair_row(aligned: sig.Aligned, spec: CompareSpec, p_fisher: float) -> dict[str, Any]:
+    """``test_pair``'s row, given the pair's randomisation p-value ``p_fisher``."""
     delta = aligned.delta
     n = len(aligned.query_ids)
     sd = float(delta.std(ddof=1)) if n >= 2 else float("nan")
@@ -175,7 +188,9 @@ def test_pair(aligned: sig.Aligned, spec: CompareSpec) -> dict[str, Any]:
         "sd_delta": sd,
     }
     for test in sig.TESTS:
-        row[f"p_{test}"] = sig.run_test(test, aligned, spec.n_permutations, spec.seed)
+        row[f"p_{test}"] = (
+            p_fisher if test == sig.RANDOMIZATION else sig.run_test(test, aligned, spec.n_permutations, spec.seed)
+        )
     row["tests_agree"] = len({row[f"p_{test}"] < spec.alpha for test in sig.TESTS}) == 1
     row["mde"] = minimum_detectable_effect(n, sd, spec.alpha, spec.power)
     row["queries_needed"] = queries_needed(spec.min_effect, sd, spec.alpha, spec.power)
@@ -210,7 +225,7 @@ def compare_to_baseline(results: pd.DataFrame, per_query: pd.DataFrame, spec: Co
         return pd.DataFrame()
     measures = measure_columns(results, per_query, spec)
     lookup = index_per_query(per_query)
-    rows = []
+    keys, pairs = [], []
     for dataset, group in results.groupby("dataset", sort=False):
         base_cell = _baseline_cell(results, str(dataset), spec.baseline)
         if base_cell is None:
@@ -221,15 +236,12 @@ def compare_to_baseline(results: pd.DataFrame, per_query: pd.DataFrame, spec: Co
             for measure in measures:
                 if (base_cell, measure) not in lookup:  # not measured on this dataset (its own measures)
                     continue
-                aligned = sig.align(lookup.get((base_cell, measure), {}), lookup.get((cell["cell_id"], measure), {}))
-                rows.append(
-                    {
-                        "dataset": dataset,
-                        "system": cell["system"],
-                        "cell_id": cell["cell_id"],
-                        "measure": measure,
-                    }
-                    | test_pair(aligned, spec)
+                keys.append(
+                    {"dataset": dataset, "system": cell["system"], "cell_id": cell["cell_id"], "measure": measure}
                 )
+                pairs.append(
+                    sig.align(lookup.get((base_cell, measure), {}), lookup.get((cell["cell_id"], measure), {}))
+                )
+    rows = [key | numbers for key, numbers in zip(keys, test_pairs(pairs, spec), strict=True)]
     table = pd.DataFrame(rows)
     return correct_family(table, "dataset", spec) if not table.empty else table
