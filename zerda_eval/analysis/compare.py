@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from zerda_eval.analysis import significance as sig
-from zerda_eval.analysis.effects import bca_interval, t_interval
+from zerda_eval.analysis.effects import bca_intervals, t_interval
 from zerda_eval.analysis.power import POWER, minimum_detectable_effect, queries_needed
 from zerda_eval.checks import check_keys
 from zerda_eval.errors import ConfigError, unknown_value_message
@@ -153,11 +153,13 @@ def _baseline_cell(results: pd.DataFrame, dataset: str, baseline: str) -> str | 
 
 
 def test_pairs(pairs: Sequence[sig.Aligned], spec: CompareSpec) -> list[dict[str, Any]]:
-    """``test_pair`` of every aligned pair, in order; the randomisation tests of the pairs with the same
-    number of queries share one pass over their seeded sign batches (``sig.randomization_tests_by_length``),
-    with the p-values each pair's own test gives."""
-    fisher = sig.randomization_tests_by_length([a.delta for a in pairs], spec.n_permutations, spec.seed)
-    return [_pair_row(aligned, spec, p) for aligned, p in zip(pairs, fisher, strict=True)]
+    """``test_pair`` of every aligned pair, in order. The pairs with the same number of queries share their
+    seeded draws (``sig.by_length``): the randomisation tests one pass over the sign batches, the BCa
+    intervals the resampling draws; each p-value and interval is the one the pair's own call gives."""
+    deltas = [aligned.delta for aligned in pairs]
+    fisher = sig.by_length(deltas, lambda stacked: sig.randomization_tests(stacked, spec.n_permutations, spec.seed))
+    bca = sig.by_length(deltas, lambda stacked: bca_intervals(stacked, seed=spec.seed))
+    return [_pair_row(a, spec, p, ci) for a, p, ci in zip(pairs, fisher, bca, strict=True)]
 
 
 def test_pair(aligned: sig.Aligned, spec: CompareSpec) -> dict[str, Any]:
@@ -166,12 +168,12 @@ def test_pair(aligned: sig.Aligned, spec: CompareSpec) -> dict[str, Any]:
     return test_pairs([aligned], spec)[0]
 
 
-def _pair_row(aligned: sig.Aligned, spec: CompareSpec, p_fisher: float) -> dict[str, Any]:
-    """``test_pair``'s row, given the pair's randomisation p-value ``p_fisher``."""
+def _pair_row(aligned: sig.Aligned, spec: CompareSpec, p_fisher: float, bca: tuple[float, float]) -> dict[str, Any]:
+    """``test_pair``'s row, given the pair's randomisation p-value ``p_fisher`` and BCa interval ``bca``."""
     delta = aligned.delta
     n = len(aligned.query_ids)
     sd = float(delta.std(ddof=1)) if n >= 2 else float("nan")
-    low, high = bca_interval(delta, seed=spec.seed)
+    low, high = bca
     t_low, t_high = t_interval(delta)
     row: dict[str, Any] = {
         "n_queries": n,

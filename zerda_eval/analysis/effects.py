@@ -45,16 +45,19 @@ def t_interval(delta: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def bootstrap_means(delta: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
-    """The means of ``n_resamples`` resamples of ``delta`` with replacement, drawn as ``scipy.stats.bootstrap``
-    draws them (one ``integers(0, n, (n_resamples, n))`` from ``default_rng(seed)``), in row batches."""
-    n = delta.size
+def bootstrap_means(deltas: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
+    """The means of ``n_resamples`` resamples with replacement of each row of ``deltas`` (rows x queries),
+    drawn as ``scipy.stats.bootstrap`` draws them for one row (one ``integers(0, n, (n_resamples, n))`` from
+    ``default_rng(seed)``), in row batches shared by every row: rows x resamples."""
+    rows, n = deltas.shape
     rng = np.random.default_rng(seed)
-    means = np.empty(n_resamples)
+    means = np.empty((rows, n_resamples))
     batch = max(1, _VALUES_PER_BATCH // n)
     for start in range(0, n_resamples, batch):
         size = min(batch, n_resamples - start)
-        means[start : start + size] = delta[rng.integers(0, n, (size, n))].mean(axis=-1)
+        draws = rng.integers(0, n, (size, n))
+        for row, delta in enumerate(deltas):
+            means[row, start : start + size] = delta[draws].mean(axis=-1)
     return means
 
 
@@ -83,20 +86,12 @@ def _quantiles(values: np.ndarray, p: np.ndarray) -> np.ndarray:
     return np.where(outside, np.nan, result)
 
 
-def bca_interval(
-    delta: np.ndarray, level: float = LEVEL, n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = DEFAULT_SEED
-) -> tuple[float, float]:
-    """The ``level`` BCa bootstrap interval of the mean of ``delta``: ``scipy.stats.bootstrap``'s (seeded,
-    vectorised) interval with the O(n) jackknife of the mean; NaN where scipy's is NaN (it warns there)."""
+def _bca_from_means(delta: np.ndarray, means: np.ndarray, level: float) -> tuple[float, float]:
+    """The BCa interval of the mean of ``delta`` from its bootstrap ``means``, as scipy computes it."""
     from scipy.special import ndtr, ndtri
 
-    delta = np.asarray(delta, float)
-    fixed = _degenerate(delta)
-    if fixed is not None:
-        return fixed
-    means = bootstrap_means(delta, n_resamples, seed)
     observed = delta.mean()
-    share_below = (np.count_nonzero(means < observed) + np.count_nonzero(means <= observed)) / (2 * n_resamples)
+    share_below = (np.count_nonzero(means < observed) + np.count_nonzero(means <= observed)) / (2 * means.size)
     z0 = ndtri(share_below)
     acceleration = _acceleration(delta)
     z_alpha = float(ndtri((1 - level) / 2))
@@ -106,3 +101,27 @@ def bca_interval(
         tails.append(ndtr(z0 + shifted / (1 - acceleration * shifted)))
     low, high = _quantiles(means, np.array(tails, float))
     return float(low), float(high)
+
+
+def bca_intervals(
+    deltas: np.ndarray, level: float = LEVEL, n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = DEFAULT_SEED
+) -> list[tuple[float, float]]:
+    """``bca_interval`` of each row of ``deltas`` (pairs x queries); the rows share the resampling draws,
+    which are the same for every row of one length and seed, so each interval is the row's own."""
+    deltas = np.asarray(deltas, float)
+    fixed = [_degenerate(delta) for delta in deltas]
+    live = [index for index, interval in enumerate(fixed) if interval is None]
+    computed = {}
+    if live:
+        means = bootstrap_means(deltas[live], n_resamples, seed)
+        computed = {index: _bca_from_means(deltas[index], means[row], level) for row, index in enumerate(live)}
+    return [interval if interval is not None else computed[index] for index, interval in enumerate(fixed)]
+
+
+def bca_interval(
+    delta: np.ndarray, level: float = LEVEL, n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = DEFAULT_SEED
+) -> tuple[float, float]:
+    """The ``level`` BCa bootstrap interval of the mean of ``delta``: ``scipy.stats.bootstrap``'s (seeded,
+    vectorised) interval with the O(n) jackknife of the mean; NaN where scipy's is NaN (it warns there)."""
+    delta = np.asarray(delta, float)
+    return bca_intervals(delta.reshape(1, -1), level, n_resamples, seed)[0]

@@ -17,13 +17,16 @@ and the number missing is returned so reports can say it.
 - ``correct``: adjusted p-values over one family of comparisons: Holm, Bonferroni (family-wise error) or
   Benjamini-Hochberg (false discovery rate), all from ``statsmodels.stats.multitest.multipletests``.
 - ``cohens_d_paired`` and ``bootstrap_ci``: effect size of the per-query difference.
+- ``by_length``: a batched computation (``randomization_tests``, ``effects.bca_intervals``) over the pairs of
+  each query count, whose seeded draws are the same.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -34,6 +37,7 @@ TESTS = ("t-test", RANDOMIZATION, "wilcoxon")  # every test a [compare] table ma
 DEFAULT_TESTS = ("t-test", "fisher")
 CORRECTIONS = {"holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh"}  # ours -> statsmodels' name
 FDR = "bh"  # the false-discovery-rate correction every comparison also carries beside the configured one
+T = TypeVar("T")
 _BATCH = 2_000  # permutations (or bootstrap samples) per vectorised batch: bounds memory at batch * n
 
 
@@ -150,20 +154,17 @@ def randomization_test(
     return float(randomization_tests(delta[None, :], n_permutations, seed)[0])
 
 
-def randomization_tests_by_length(
-    deltas: Sequence[np.ndarray], n_permutations: int = DEFAULT_PERMUTATIONS, seed: int = DEFAULT_SEED
-) -> list[float]:
-    """``randomization_test`` of every per-query difference vector in ``deltas``: the vectors of one length
-    share their sign batches (``randomization_tests``); the p-values come back in the order given."""
-    by_length: dict[int, list[int]] = {}
-    for index, delta in enumerate(deltas):
-        by_length.setdefault(len(delta), []).append(index)
-    pvalues = [float("nan")] * len(deltas)
-    for length, indices in by_length.items():
-        stacked = np.array([deltas[i] for i in indices], float).reshape(len(indices), length)
-        for index, p in zip(indices, randomization_tests(stacked, n_permutations, seed), strict=True):
-            pvalues[index] = float(p)
-    return pvalues
+def by_length(vectors: Sequence[np.ndarray], batched: Callable[[np.ndarray], Sequence[T]]) -> list[T]:
+    """``batched`` of the per-query vectors of each length stacked (vectors x queries), so the pairs with the
+    same number of queries share one batched call (their seeded draws are the same); results in order given."""
+    by_size: dict[int, list[int]] = {}
+    for index, vector in enumerate(vectors):
+        by_size.setdefault(len(vector), []).append(index)
+    results: dict[int, T] = {}
+    for size, indices in by_size.items():
+        stacked = np.array([vectors[i] for i in indices], float).reshape(len(indices), size)
+        results.update(zip(indices, batched(stacked), strict=True))
+    return [results[index] for index in range(len(vectors))]
 
 
 def correct(pvalues: Sequence[float], method: str) -> np.ndarray:

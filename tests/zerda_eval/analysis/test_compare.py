@@ -155,10 +155,11 @@ def test_every_comparison_carries_effects_agreement_and_power_from_scipy_and_sta
     assert [table.loc[name, "p_t-test_bh"] for name in raw] == pytest.approx(list(fdr))
 
 
-def test_batched_randomisation_p_values_equal_each_pairs_own_test():
-    """The report tests its pairs together (one pass over the sign batches per query count); every
-    p_fisher is still the p-value of that pair's own ``randomization_test``, on datasets of two sizes."""
+def test_batched_randomisation_p_values_and_intervals_equal_each_pairs_own():
+    """The report tests its pairs together (one pass over the sign batches and the resampling draws per
+    query count); every p_fisher and BCa interval is still that pair's own call's, on datasets of two sizes."""
     from zerda_eval.analysis import significance as sig
+    from zerda_eval.analysis.effects import bca_interval
 
     rng = np.random.default_rng(8)
     values = {}
@@ -175,3 +176,4 @@ def test_batched_randomisation_p_values_equal_each_pairs_own_test():
         base = [values[(dataset, "bm25")][q] for q in qids]
         system = [values[(dataset, name)][q] for q in qids]
         assert row["p_fisher"] == sig.randomization_test(np.array(base), np.array(system), 3_000, 4)
+        assert (row["ci_low"], row["ci_high"]) == bca_interval(np.array(system) - np.array(base), seed=4)

@@ -71,6 +71,15 @@ def test_bca_interval_resamples_in_bounded_memory():
     assert peak < 100 * 2**20
 
 
+def test_bca_intervals_of_many_pairs_equal_each_pairs_own_interval():
+    """Pairs of one length share the resampling draws; each interval is still the row's own call's, degenerate
+    rows (every difference equal) included."""
+    rng = np.random.default_rng(6)
+    deltas = np.vstack([_differences(kind, 90, rng) for kind in ("normal", "ties", "skew", "heavy", "all-but-one")])
+    deltas = np.vstack([deltas, np.full(90, 0.2)])
+    assert effects.bca_intervals(deltas, seed=8) == [effects.bca_interval(row, seed=8) for row in deltas]
+
+
 def test_degenerate_differences_give_a_point_or_nothing():
     assert effects.bca_interval(np.full(5, 0.1)) == pytest.approx((0.1, 0.1))
     assert effects.t_interval(np.zeros(4)) == (0.0, 0.0)

@@ -148,15 +148,15 @@ def test_batched_randomization_tests_equal_the_test_pair_by_pair(n):
     pairs = list(zip(base, system, strict=True))
     one_by_one = [sig.randomization_test(b, s, n_permutations=10_000, seed=7) for b, s in pairs]
     assert list(batched) == one_by_one
-    by_length = sig.randomization_tests_by_length([s - b for b, s in pairs], 10_000, 7)
+    by_length = sig.by_length([s - b for b, s in pairs], lambda stacked: sig.randomization_tests(stacked, 10_000, 7))
     assert by_length == one_by_one
 
 
-def test_randomization_tests_by_length_groups_pairs_of_different_lengths():
+def test_by_length_groups_pairs_of_different_lengths():
     rng = np.random.default_rng(4)
     deltas = [rng.normal(0.05, 0.2, size) for size in (30, 12, 30, 5, 12)]
     expected = [sig.randomization_test(np.zeros(d.size), d, seed=3) for d in deltas]
-    assert sig.randomization_tests_by_length(deltas, seed=3) == expected
+    assert sig.by_length(deltas, lambda stacked: sig.randomization_tests(stacked, seed=3)) == expected
 
 
 def test_randomization_test_exact_enumeration_counts_ties_by_brute_force():
