@@ -153,23 +153,19 @@ def _baseline_cell(results: pd.DataFrame, dataset: str, baseline: str) -> str | 
 
 
 def test_pairs(pairs: Sequence[sig.Aligned], spec: CompareSpec) -> list[dict[str, Any]]:
-    """``test_pair`` of every aligned pair, in order. The pairs with the same number of queries share their
-    seeded draws (``sig.by_length``): the randomisation tests one pass over the sign batches, the BCa
-    intervals the resampling draws; each p-value and interval is the one the pair's own call gives."""
+    """One comparison's numbers per aligned pair, in order: means, the mean difference with its t and BCa
+    intervals, d_z, the raw p-value of every test (``sig.TESTS``) and whether they agree at alpha, and the
+    comparison's power. The pairs with the same number of queries share their seeded draws (``sig.by_length``):
+    the randomisation tests one pass over the sign batches, the BCa intervals the resampling draws; each
+    p-value and interval is the one the pair's own call gives."""
     deltas = [aligned.delta for aligned in pairs]
     fisher = sig.by_length(deltas, lambda stacked: sig.randomization_tests(stacked, spec.n_permutations, spec.seed))
     bca = sig.by_length(deltas, lambda stacked: bca_intervals(stacked, seed=spec.seed))
     return [_pair_row(a, spec, p, ci) for a, p, ci in zip(pairs, fisher, bca, strict=True)]
 
 
-def test_pair(aligned: sig.Aligned, spec: CompareSpec) -> dict[str, Any]:
-    """One comparison's numbers: means, the mean difference with its t and BCa intervals, d_z, the raw
-    p-value of every test (``sig.TESTS``) and whether they agree at alpha, and the comparison's power."""
-    return test_pairs([aligned], spec)[0]
-
-
 def _pair_row(aligned: sig.Aligned, spec: CompareSpec, p_fisher: float, bca: tuple[float, float]) -> dict[str, Any]:
-    """``test_pair``'s row, given the pair's randomisation p-value ``p_fisher`` and BCa interval ``bca``."""
+    """``test_pairs``' row of one pair, given its randomisation p-value ``p_fisher`` and BCa interval ``bca``."""
     delta = aligned.delta
     n = len(aligned.query_ids)
     sd = float(delta.std(ddof=1)) if n >= 2 else float("nan")
