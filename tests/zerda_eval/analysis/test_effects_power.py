@@ -59,6 +59,14 @@ def test_bca_interval_equals_scipy_bootstrap_on_many_inputs(size, kind):
         assert abs(low - reference.low) <= 1e-12 and abs(high - reference.high) <= 1e-12
 
 
+def test_bootstrap_quantiles_are_scipys_including_the_undefined_tails():
+    """BCa's tail probabilities are NaN where scipy's bias correction is infinite (every resampled mean on one
+    side): the quantile is then NaN, as ``scipy.stats.quantile`` gives; elsewhere its linear interpolation."""
+    values = np.random.default_rng(2).normal(size=2000).round(2)  # ties among the resampled means
+    p = np.array([0.0, 1e-9, 0.025, 0.5, 0.975, 1.0, np.nan])
+    assert np.array_equal(effects._quantiles(values, p), stats.quantile(values, p), equal_nan=True)
+
+
 def test_bca_interval_resamples_in_bounded_memory():
     """7,000 queries x 2,000 resamples: scipy holds 2 x 112 MB at once, ours a few row batches."""
     import tracemalloc
