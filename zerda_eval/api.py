@@ -222,7 +222,7 @@ class Results:
     ) -> pd.DataFrame:
         """Every (dataset, system, measure) against the baseline; settings not given come from ``[compare]``.
 
-        One row per comparison (``analysis.compare.test_pair``): the mean difference ``delta`` with its t
+        One row per comparison (``analysis.compare.test_pairs``): the mean difference ``delta`` with its t
         interval (``t_low``, ``t_high``) and BCa bootstrap interval (``ci_low``, ``ci_high``), the standardised
         effect ``cohens_d`` (d_z); the raw p-value of every test (``p_t-test``, ``p_fisher``, ``p_wilcoxon``) and
         ``tests_agree`` at alpha; per configured test the corrected (``p_<test>_adj``) and Benjamini-Hochberg

@@ -13,14 +13,14 @@ power: the minimum detectable effect with these queries and this variance, the q
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from zerda_eval.analysis import significance as sig
-from zerda_eval.analysis.effects import bca_interval, t_interval
+from zerda_eval.analysis.effects import bca_intervals, t_interval
 from zerda_eval.analysis.power import POWER, minimum_detectable_effect, queries_needed
 from zerda_eval.checks import check_keys
 from zerda_eval.errors import ConfigError, unknown_value_message
@@ -152,13 +152,24 @@ def _baseline_cell(results: pd.DataFrame, dataset: str, baseline: str) -> str | 
     return str(rows["cell_id"].iloc[0])
 
 
-def test_pair(aligned: sig.Aligned, spec: CompareSpec) -> dict[str, Any]:
-    """One comparison's numbers: means, the mean difference with its t and BCa intervals, d_z, the raw
-    p-value of every test (``sig.TESTS``) and whether they agree at alpha, and the comparison's power."""
+def test_pairs(pairs: Sequence[sig.Aligned], spec: CompareSpec) -> list[dict[str, Any]]:
+    """One comparison's numbers per aligned pair, in order: means, the mean difference with its t and BCa
+    intervals, d_z, the raw p-value of every test (``sig.TESTS``) and whether they agree at alpha, and the
+    comparison's power. The pairs with the same number of queries share their seeded draws (``sig.by_length``):
+    the randomisation tests one pass over the sign batches, the BCa intervals the resampling draws; each
+    p-value and interval is the one the pair's own call gives."""
+    deltas = [aligned.delta for aligned in pairs]
+    fisher = sig.by_length(deltas, lambda stacked: sig.randomization_tests(stacked, spec.n_permutations, spec.seed))
+    bca = sig.by_length(deltas, lambda stacked: bca_intervals(stacked, seed=spec.seed))
+    return [_pair_row(a, spec, p, ci) for a, p, ci in zip(pairs, fisher, bca, strict=True)]
+
+
+def _pair_row(aligned: sig.Aligned, spec: CompareSpec, p_fisher: float, bca: tuple[float, float]) -> dict[str, Any]:
+    """``test_pairs``' row of one pair, given its randomisation p-value ``p_fisher`` and BCa interval ``bca``."""
     delta = aligned.delta
     n = len(aligned.query_ids)
     sd = float(delta.std(ddof=1)) if n >= 2 else float("nan")
-    low, high = bca_interval(delta, seed=spec.seed)
+    low, high = bca
     t_low, t_high = t_interval(delta)
     row: dict[str, Any] = {
         "n_queries": n,
@@ -175,7 +186,9 @@ def test_pair(aligned: sig.Aligned, spec: CompareSpec) -> dict[str, Any]:
         "sd_delta": sd,
     }
     for test in sig.TESTS:
-        row[f"p_{test}"] = sig.run_test(test, aligned, spec.n_permutations, spec.seed)
+        row[f"p_{test}"] = (
+            p_fisher if test == sig.RANDOMIZATION else sig.run_test(test, aligned, spec.n_permutations, spec.seed)
+        )
     row["tests_agree"] = len({row[f"p_{test}"] < spec.alpha for test in sig.TESTS}) == 1
     row["mde"] = minimum_detectable_effect(n, sd, spec.alpha, spec.power)
     row["queries_needed"] = queries_needed(spec.min_effect, sd, spec.alpha, spec.power)
@@ -210,7 +223,7 @@ def compare_to_baseline(results: pd.DataFrame, per_query: pd.DataFrame, spec: Co
         return pd.DataFrame()
     measures = measure_columns(results, per_query, spec)
     lookup = index_per_query(per_query)
-    rows = []
+    keys, pairs = [], []
     for dataset, group in results.groupby("dataset", sort=False):
         base_cell = _baseline_cell(results, str(dataset), spec.baseline)
         if base_cell is None:
@@ -221,15 +234,12 @@ def compare_to_baseline(results: pd.DataFrame, per_query: pd.DataFrame, spec: Co
             for measure in measures:
                 if (base_cell, measure) not in lookup:  # not measured on this dataset (its own measures)
                     continue
-                aligned = sig.align(lookup.get((base_cell, measure), {}), lookup.get((cell["cell_id"], measure), {}))
-                rows.append(
-                    {
-                        "dataset": dataset,
-                        "system": cell["system"],
-                        "cell_id": cell["cell_id"],
-                        "measure": measure,
-                    }
-                    | test_pair(aligned, spec)
+                keys.append(
+                    {"dataset": dataset, "system": cell["system"], "cell_id": cell["cell_id"], "measure": measure}
                 )
+                pairs.append(
+                    sig.align(lookup.get((base_cell, measure), {}), lookup.get((cell["cell_id"], measure), {}))
+                )
+    rows = [key | numbers for key, numbers in zip(keys, test_pairs(pairs, spec), strict=True)]
     table = pd.DataFrame(rows)
     return correct_family(table, "dataset", spec) if not table.empty else table

@@ -8,27 +8,36 @@ and the number missing is returned so reports can say it.
 - ``randomization_test``: two-sided paired randomisation (Fisher) test on the mean difference
   (Smucker, Allan & Carterette, CIKM 2007): signs of the per-query differences are flipped at random.
   Exact (all 2^n sign vectors) when 2^n <= ``n_permutations``; otherwise seeded Monte Carlo with the
-  ``(hits + 1) / (n + 1)`` estimate, so a p-value is never 0.
+  ``(hits + 1) / (n + 1)`` estimate, so a p-value is never 0. Every pair with the same number of queries
+  and seed flips the same signs, so ``randomization_tests`` tests many pairs in one pass over the sign
+  batches (one matrix product per batch); a sum within its rounding bound of the threshold is decided by
+  its correctly rounded value (``math.fsum``), so a p-value does not depend on the batch or the BLAS.
 - ``wilcoxon_test``: two-sided Wilcoxon signed-rank test (``scipy.stats.wilcoxon``), the rank-based
   third opinion beside the t-test and the randomisation test (``analysis.agreement`` of tests).
 - ``correct``: adjusted p-values over one family of comparisons: Holm, Bonferroni (family-wise error) or
   Benjamini-Hochberg (false discovery rate), all from ``statsmodels.stats.multitest.multipletests``.
 - ``cohens_d_paired`` and ``bootstrap_ci``: effect size of the per-query difference.
+- ``by_length``: a batched computation (``randomization_tests``, ``effects.bca_intervals``) over the pairs of
+  each query count, whose seeded draws are the same.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 DEFAULT_PERMUTATIONS = 10_000
 DEFAULT_SEED = 13
-TESTS = ("t-test", "fisher", "wilcoxon")  # every test a [compare] table may name
-DEFAULT_TESTS = ("t-test", "fisher")
+RANDOMIZATION = "fisher"  # the name of ``randomization_test`` in ``TESTS``
+TESTS = ("t-test", RANDOMIZATION, "wilcoxon")  # every test a [compare] table may name
+DEFAULT_TESTS = ("t-test", RANDOMIZATION)
 CORRECTIONS = {"holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh"}  # ours -> statsmodels' name
 FDR = "bh"  # the false-discovery-rate correction every comparison also carries beside the configured one
+T = TypeVar("T")
 _BATCH = 2_000  # permutations (or bootstrap samples) per vectorised batch: bounds memory at batch * n
 
 
@@ -82,6 +91,58 @@ def _sign_matrix_exact(n: int) -> np.ndarray:
     return 1.0 - 2.0 * bits
 
 
+def _exact(n: int, n_permutations: int) -> bool:
+    """Whether the test on ``n`` queries enumerates all 2^n sign vectors (no more than ``n_permutations``)."""
+    return n <= 30 and 2**n <= n_permutations
+
+
+def _sign_batches(n: int, n_permutations: int, seed: int) -> Iterator[np.ndarray]:
+    """The sign vectors of the test on ``n`` queries, in batches: all 2^n when exact, else ``n_permutations``
+    seeded draws (the same for every pair with the same n and seed)."""
+    if _exact(n, n_permutations):
+        yield _sign_matrix_exact(n)
+        return
+    rng = np.random.default_rng(seed)
+    for start in range(0, n_permutations, _BATCH):
+        size = min(_BATCH, n_permutations - start)
+        yield rng.integers(0, 2, size=(size, n), dtype=np.int8) * 2 - 1
+
+
+def _count_hits(signs: np.ndarray, deltas: np.ndarray, thresholds: np.ndarray, slack: np.ndarray) -> np.ndarray:
+    """Per row of ``deltas``, how many sign vectors give |mean of signed differences| >= its threshold.
+
+    The sums come from one matrix product, whose rounding depends on the BLAS and on how many pairs share
+    it; a sum within ``slack`` (its bound on that rounding) of the threshold is decided again from the
+    correctly rounded sum (``math.fsum``), so a p-value is the same whatever the batch and the machine."""
+    n = deltas.shape[1]
+    stats = np.abs(signs @ deltas.T) / n
+    hits = stats >= thresholds
+    for row, pair in np.argwhere(np.abs(stats - thresholds) <= slack):
+        hits[row, pair] = abs(math.fsum(signs[row] * deltas[pair])) / n >= thresholds[pair]
+    return np.count_nonzero(hits, axis=0)
+
+
+def randomization_tests(
+    deltas: np.ndarray, n_permutations: int = DEFAULT_PERMUTATIONS, seed: int = DEFAULT_SEED
+) -> np.ndarray:
+    """``randomization_test`` of each row of ``deltas`` (pairs x queries: system minus baseline), from one
+    pass over the sign batches they share (one matrix product per batch instead of one per pair)."""
+    deltas = np.asarray(deltas, float)
+    pairs, n = deltas.shape
+    if n == 0:
+        return np.ones(pairs)
+    observed = np.array([abs(row.mean()) for row in deltas])
+    tolerance = 1e-12 * np.maximum(1.0, np.abs(deltas).max(axis=1))
+    thresholds = observed - tolerance
+    # rounding of a sum of n signed terms in any order: at most n * eps * sum |terms|, plus the division
+    eps = np.finfo(float).eps
+    slack = 4 * (n + 1) * eps * (np.abs(deltas).sum(axis=1) / n + np.abs(thresholds))
+    hits = sum(_count_hits(signs, deltas, thresholds, slack) for signs in _sign_batches(n, n_permutations, seed))
+    if _exact(n, n_permutations):
+        return hits / 2**n
+    return (hits + 1) / (n_permutations + 1)
+
+
 def randomization_test(
     baseline: np.ndarray,
     system: np.ndarray,
@@ -90,21 +151,20 @@ def randomization_test(
 ) -> float:
     """Two-sided paired randomisation test of the mean difference (sign-flip), vectorised with numpy."""
     delta = np.asarray(system, float) - np.asarray(baseline, float)
-    n = delta.size
-    if n == 0:
-        return 1.0
-    observed = abs(delta.mean())
-    tolerance = 1e-12 * max(1.0, float(np.abs(delta).max()))
-    if n <= 30 and 2**n <= n_permutations:
-        stats = np.abs(_sign_matrix_exact(n) @ delta) / n
-        return float(np.mean(stats >= observed - tolerance))
-    rng = np.random.default_rng(seed)
-    hits = 0
-    for start in range(0, n_permutations, _BATCH):
-        size = min(_BATCH, n_permutations - start)
-        signs = rng.integers(0, 2, size=(size, n), dtype=np.int8) * 2 - 1
-        hits += int(np.count_nonzero(np.abs(signs @ delta) / n >= observed - tolerance))
-    return (hits + 1) / (n_permutations + 1)
+    return float(randomization_tests(delta[None, :], n_permutations, seed)[0])
+
+
+def by_length(vectors: Sequence[np.ndarray], batched: Callable[[np.ndarray], Sequence[T]]) -> list[T]:
+    """``batched`` of the per-query vectors of each length stacked (vectors x queries), so the pairs with the
+    same number of queries share one batched call (their seeded draws are the same); results in order given."""
+    by_size: dict[int, list[int]] = {}
+    for index, vector in enumerate(vectors):
+        by_size.setdefault(len(vector), []).append(index)
+    results: dict[int, T] = {}
+    for size, indices in by_size.items():
+        stacked = np.array([vectors[i] for i in indices], float).reshape(len(indices), size)
+        results.update(zip(indices, batched(stacked), strict=True))
+    return [results[index] for index in range(len(vectors))]
 
 
 def correct(pvalues: Sequence[float], method: str) -> np.ndarray:

@@ -153,3 +153,27 @@ def test_every_comparison_carries_effects_agreement_and_power_from_scipy_and_sta
         raw[name] = row["p_t-test"]
     fdr = multipletests(list(raw.values()), method="fdr_bh")[1]
     assert [table.loc[name, "p_t-test_bh"] for name in raw] == pytest.approx(list(fdr))
+
+
+def test_batched_randomisation_p_values_and_intervals_equal_each_pairs_own():
+    """The report tests its pairs together (one pass over the sign batches and the resampling draws per
+    query count); every p_fisher and BCa interval is still that pair's own call's, on datasets of two sizes."""
+    from zerda_eval.analysis import significance as sig
+    from zerda_eval.analysis.effects import bca_interval
+
+    rng = np.random.default_rng(8)
+    values = {}
+    for dataset, size in (("small", 40), ("large", 90)):
+        base = {f"q{i}": float(v) for i, v in enumerate(rng.random(size).round(1))}
+        values[(dataset, "bm25")] = base
+        for name, shift in (("a", 0.05), ("b", 0.0), ("c", -0.02)):
+            values[(dataset, name)] = {q: round(v + shift + rng.normal(0, 0.2), 1) for q, v in base.items()}
+    results, per_query = frames(values)
+    spec = CompareSpec(baseline="bm25", tests=("fisher",), n_permutations=3_000, seed=4)
+    table = compare.compare_to_baseline(results, per_query, spec).set_index(["dataset", "system"])
+    for (dataset, name), row in table.iterrows():
+        qids = sorted(values[(dataset, "bm25")])
+        base = [values[(dataset, "bm25")][q] for q in qids]
+        system = [values[(dataset, name)][q] for q in qids]
+        assert row["p_fisher"] == sig.randomization_test(np.array(base), np.array(system), 3_000, 4)
+        assert (row["ci_low"], row["ci_high"]) == bca_interval(np.array(system) - np.array(base), seed=4)

@@ -131,3 +131,53 @@ def test_t_test_equals_ranx_paired_student_t_test():
     rng = np.random.default_rng(12)
     base, system = rng.random(40), rng.random(40)
     assert sig.paired_t_test(base, system) == pytest.approx(paired_student_t_test(base, system)[0])
+
+
+@pytest.mark.parametrize("n", [1, 2, 9, 13, 14, 40, 257])
+def test_batched_randomization_tests_equal_the_test_pair_by_pair(n):
+    """One pass over the shared sign batches gives every pair the p-value of its own test: exact sizes
+    (2^n <= permutations), Monte Carlo sizes, differences on a 0.1 grid (many exact ties with the observed
+    mean) and pairs with every difference 0 or every difference equal."""
+    rng = np.random.default_rng(n)
+    base = rng.random((12, n)).round(1)
+    system = rng.random((12, n)).round(1)
+    system[0] = base[0]  # no difference at all
+    system[1] = base[1] + 0.1  # the same difference everywhere
+    system[2] = base[2] + np.where(np.arange(n) % 2 == 0, 0.2, -0.2)  # symmetric: ties at the observed mean
+    batched = sig.randomization_tests(system - base, n_permutations=10_000, seed=7)
+    pairs = list(zip(base, system, strict=True))
+    one_by_one = [sig.randomization_test(b, s, n_permutations=10_000, seed=7) for b, s in pairs]
+    assert list(batched) == one_by_one
+    by_length = sig.by_length([s - b for b, s in pairs], lambda stacked: sig.randomization_tests(stacked, 10_000, 7))
+    assert by_length == one_by_one
+
+
+def test_by_length_groups_pairs_of_different_lengths():
+    rng = np.random.default_rng(4)
+    deltas = [rng.normal(0.05, 0.2, size) for size in (30, 12, 30, 5, 12)]
+    expected = [sig.randomization_test(np.zeros(d.size), d, seed=3) for d in deltas]
+    assert sig.by_length(deltas, lambda stacked: sig.randomization_tests(stacked, seed=3)) == expected
+
+
+def test_randomization_test_exact_enumeration_counts_ties_by_brute_force():
+    """Symmetric differences: many sign vectors reach the observed mean exactly; each counts as a hit."""
+    delta = np.array([0.3, -0.3, 0.1, 0.1, -0.1, 0.2, 0.2, -0.2, 0.0, 0.3])
+    flips = itertools.product([1, -1], repeat=delta.size)
+    observed = abs(delta.mean())
+    sums = (abs(sum(s * d for s, d in zip(signs, delta, strict=True))) for signs in flips)
+    hits = sum(total / delta.size >= observed - 1e-12 for total in sums)
+    assert sig.randomization_test(np.zeros(delta.size), delta) == hits / 2**delta.size
+
+
+def test_sums_near_the_threshold_are_decided_by_the_correctly_rounded_sum():
+    """0.1 + 0.2 - 0.3 is 5.55e-17 summed left to right but 2.78e-17 exactly: a threshold between the two
+    is decided by the exact sum, whatever order the matrix product summed in."""
+    from fractions import Fraction
+
+    deltas = np.array([[0.1, 0.2, -0.3]])
+    signs = np.ones((1, 3))
+    exact = abs(sum(Fraction(d) for d in deltas[0])) / 3
+    threshold = np.array([4e-17 / 3])
+    assert float(exact) < threshold[0] <= float(np.abs(signs @ deltas.T)[0, 0]) / 3  # the naive sum is wrong
+    slack = np.array([1e-15])
+    assert sig._count_hits(signs, deltas, threshold, slack)[0] == int(exact >= Fraction(threshold[0]))

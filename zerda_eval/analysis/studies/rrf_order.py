@@ -5,7 +5,7 @@ axis holding both orders; ``depth``: the top-k whose changes are counted). It pa
 system that differ only in ``rrf_order`` and reports, per pair and per dataset, fixed minus
 as-documented: mean delta with a bootstrap CI and corrected p-values, the share of queries whose
 top-k changed, Kendall's tau and rank-biased overlap between the two rankings, and what a reviewer asks
-beside a p-value (``compare.test_pair``: t and BCa intervals, d_z, the three tests' agreement, the minimum
+beside a p-value (``compare.test_pairs``: t and BCa intervals, d_z, the three tests' agreement, the minimum
 detectable effect and the under-powered flag); beside the delta in the harness's tie order, the tie-aware
 delta (the difference of the cells' expected values over every order of tied documents,
 ``evaluation.tie_aware``): a delta that tied documents alone make is not a finding. Per dataset, the
@@ -35,7 +35,7 @@ from zerda_eval.analysis.compare import (
     entry_names,
     index_per_query,
     measure_columns,
-    test_pair,
+    test_pairs,
 )
 from zerda_eval.analysis.formatting import DIFFER, UNDERPOWERED, fmt, fmt_ci, fmt_delta, fmt_p
 from zerda_eval.analysis.studies.base import FinishedRun, StudyFigure, StudySection
@@ -146,7 +146,7 @@ def compute(settings: Settings, finished: FinishedRun) -> StudyData | None:
     measures = measure_columns(finished.results, per_query, spec)
     lookup = index_per_query(per_query)
     by_cell = finished.results.set_index("cell_id")
-    rows, deltas_by_dataset = [], {}
+    keys, pairs_tested, deltas_by_dataset = [], [], {}
     # Per dataset, the grid's pairs are pooled; the tuned pair (made of grid points) is reported on its own.
     tuned_settings = pairs["setting"].map(is_tuned)
     pooled_settings = set(pairs["setting"][tuned_settings if tuned_settings.all() else ~tuned_settings])
@@ -163,17 +163,18 @@ def compute(settings: Settings, finished: FinishedRun) -> StudyData | None:
                 deltas_by_dataset.setdefault(pair["dataset"], []).append(
                     pd.Series(aligned.delta, index=aligned.query_ids)
                 )
-            rows.append(
+            keys.append(
                 dict(pair)
                 | {"measure": measure, "top_changed_share": changed, "kendall_tau": tau, "rbo": overlap}
                 | {
                     "tie_aware_delta": _expected(by_cell, pair[FIXED], measure)
                     - _expected(by_cell, pair[AS_DOCUMENTED], measure)
                 }
-                | test_pair(aligned, spec)
             )
+            pairs_tested.append(aligned)
+    rows = [key | numbers for key, numbers in zip(keys, test_pairs(pairs_tested, spec), strict=True)]
     table = correct_family(pd.DataFrame(rows), "measure", spec)
-    datasets = []
+    datasets, pooled = [], []
     for dataset, series in deltas_by_dataset.items():
         mean_delta = pd.concat(series, axis=1).fillna(0.0).mean(axis=1)
         aligned = sig.Aligned(list(mean_delta.index), np.zeros(len(mean_delta)), mean_delta.to_numpy(), 0, 0)
@@ -190,8 +191,10 @@ def compute(settings: Settings, finished: FinishedRun) -> StudyData | None:
                 "significant_settings": int(primary[f"significant_{spec.tests[0]}"].sum()),
                 "tie_aware_delta": float(primary["tie_aware_delta"].mean()),
             }
-            | {k: v for k, v in test_pair(aligned, spec).items() if k not in ("mean_baseline", "mean_system")}
         )
+        pooled.append(aligned)
+    for row, numbers in zip(datasets, test_pairs(pooled, spec), strict=True):
+        row.update({k: v for k, v in numbers.items() if k not in ("mean_baseline", "mean_system")})
     per_dataset = correct_family(pd.DataFrame(datasets).assign(measure=measures[0]), "measure", spec)
     tuned = table[(table["measure"] == measures[0]) & table["setting"].map(is_tuned)].reset_index(drop=True)
     text = verdict(per_dataset, measures[0], spec, settings.depth, tuned) + " " + reviewer_verdict(per_dataset, spec)
