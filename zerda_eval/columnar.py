@@ -128,18 +128,21 @@ def from_columns(
     """The run of rows ``(query_ids[query_codes[i]], doc_ids[doc_codes[i]], scores[i])`` given in input order.
 
     ``query_ids`` in the order the run lists them (first seen), each once; ``doc_ids`` each id once, any
-    order. Each query's rows are put in ``TIE_BREAK`` order; a problem (non-finite score, a doc listed twice
-    with ``duplicates`` None) is the ``RunError`` ``ranking.order_run`` raises for the same input.
+    order (already sorted by bytes, as ``store.run_dir.trec_columns`` gives them, it is the table as it is).
+    Each query's rows are put in ``TIE_BREAK`` order; a problem (non-finite score, a doc listed twice with
+    ``duplicates`` None) is the ``RunError`` ``ranking.order_run`` raises for the same input.
     """
     check_duplicates_policy(duplicates, where)
     table = doc_table(doc_ids, where)
-    by_bytes = np.argsort(table, kind="stable")
-    index_of = np.empty(by_bytes.size, dtype=np.int32)
-    index_of[by_bytes] = np.arange(by_bytes.size, dtype=np.int32)
+    docs = np.asarray(doc_codes, dtype=np.int32)
+    if table.size > 1 and not (table[1:] > table[:-1]).all():  # a sorted table (a reader's) is kept as it is
+        by_bytes = np.argsort(table, kind="stable")
+        index_of = np.empty(by_bytes.size, dtype=np.int32)
+        index_of[by_bytes] = np.arange(by_bytes.size, dtype=np.int32)
+        docs = index_of[docs]
+        table = table[by_bytes]  # once: a gather of a StringDType array copies every string
     queries = np.asarray(query_codes, dtype=np.int64)
-    docs = index_of[np.asarray(doc_codes, dtype=np.intp)]
     scores = np.asarray(scores, dtype=np.float64)
-    table = table[by_bytes]  # once: a gather of a StringDType array copies every string
     keep = _checked_rows(query_ids, queries, table, docs, scores, duplicates, where)
     if keep is not None:
         queries, docs, scores = queries[keep], docs[keep], scores[keep]
