@@ -165,6 +165,7 @@ def test_blank_lines_are_skipped_by_both_parsers(tmp_path):
         (" ", "\r\n", ""),
         (" ", "\n", "q9 Q0 a\u2003b 1 2.0 t\n"),
         (" ", "\n", "q9 Q0 a\u2003b 2.0 t\n"),  # split by str.split into six fields: read, not refused
+        (" ", "\n", "q9 Q0 a\x1fb 1 2.0 t\n"),  # \x1f: whitespace to str.split, not a line break: seven fields
         (" ", "\n", "q9 Q0 a  2.0 t\n"),  # an empty rank field (a column pyarrow does not keep): five fields
         (" ", "\n", "q9 Q0 a 1 2.0 \n"),  # a space at a line's end: an empty tag
         (" ", "\n", " q9 Q0 a 1 2.0\n"),  # and at its start

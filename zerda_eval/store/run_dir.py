@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from filelock import FileLock
 
-from zerda_eval.columnar import ColumnarRun, doc_table, from_columns, from_run
+from zerda_eval.columnar import DOC_TABLE, ColumnarRun, doc_table, from_columns, from_run
 from zerda_eval.errors import ConfigError, DataFormatError, RunError
 from zerda_eval.hashing import bytes_sha256, content_hash, file_sha256
 from zerda_eval.ranking import Ranking, Run, order_run
@@ -49,7 +49,7 @@ RUN_TAG = "zerda-eval"
 TREC_COLUMNS = ("query_id", "iteration", "doc_id", "rank", "score", "tag")
 # Bytes at which Python's ``str.split`` / ``splitlines`` (the line parser) cut a TREC line where a CSV reader
 # would not (tabs, \r, other ASCII separators) or NUL; each is one ``memchr`` over the file.
-_NOT_SINGLE_SPACED = (b"\t", b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x00")
+_NOT_SINGLE_SPACED = (b"\t", b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f", b"\x00")
 # The UTF-8 of the non-ASCII characters ``str.split`` / ``splitlines`` treat as whitespace or line breaks.
 _UNICODE_SPACE = re.compile(rb"\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f|\xe3\x80\x80")
 _KEY_BYTES = 16  # doc ids up to this long are sorted as integer keys (``_byte_order``)
@@ -291,25 +291,23 @@ def trec_columns(path: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndar
     """``columnar.from_columns``' first five arguments for a file ``trec_table`` takes (else None): query ids
     (first-seen order) and codes, the sorted doc-id table and codes into it, scores. The doc ids are ordered
     by bytes once, in numpy on integer keys (``_byte_order``), and the table built from the distinct ones."""
-    import pyarrow as pa
-
     table = trec_table(path)
     if table is None:
         return None
     docs = table["doc_id"].combine_chunks()
-    order, first = _byte_order(docs)
+    order, first, doc_ids = _byte_order(docs, str(path))
     doc_codes = np.empty(order.size, dtype=np.int32)
     doc_codes[order] = np.cumsum(first, dtype=np.int64) - 1
-    doc_ids = doc_table(docs.take(pa.array(order[first])).to_numpy(zero_copy_only=False), str(path))
     query_ids = table["query_id"].chunks[0].dictionary.to_pylist()
     return query_ids, _query_codes(table), doc_ids, doc_codes, table["score"].to_numpy()
 
 
-def _byte_order(docs: Any) -> tuple[np.ndarray, np.ndarray]:
-    """The permutation that sorts a ``large_string`` array (no NUL bytes, none empty) by UTF-8 bytes, and which
-    rows of the sorted array hold an id not seen before it. Ids of up to ``_KEY_BYTES`` bytes become big-endian
-    integer keys, zero-padded (below every byte, as a shorter prefix is), sorted by numpy; longer ones by
-    pyarrow's ``sort_indices``, which compares bytes too."""
+def _byte_order(docs: Any, where: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The permutation that sorts a ``large_string`` array (no NUL bytes, none empty) by UTF-8 bytes, which
+    rows of the sorted array hold an id not seen before it, and those ids (a ``DOC_TABLE``). Ids of up to
+    ``_KEY_BYTES`` bytes become big-endian integer keys, zero-padded (below every byte, as a shorter prefix
+    is), sorted by numpy, the table cast from their bytes; longer ones are sorted by pyarrow's ``sort_indices``,
+    which compares bytes too."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -321,7 +319,7 @@ def _byte_order(docs: Any) -> tuple[np.ndarray, np.ndarray]:
         order = pc.sort_indices(docs).to_numpy()
         ranked = docs.take(pa.array(order))
         first[1:] = pc.not_equal(ranked.slice(1), ranked.slice(0, n - 1)).to_numpy(zero_copy_only=False)
-        return order, first
+        return order, first, doc_table(ranked.filter(pa.array(first)).to_numpy(zero_copy_only=False), where)
     data = np.frombuffer(docs.buffers()[2], dtype=np.uint8)
     padded = np.concatenate([data, np.zeros(_KEY_BYTES, dtype=np.uint8)])
     windows = np.lib.stride_tricks.sliding_window_view(padded, 8)  # the 8 bytes from each position, no copy
@@ -335,7 +333,8 @@ def _byte_order(docs: Any) -> tuple[np.ndarray, np.ndarray]:
         ranked = key[order]
         first[1:] &= ranked[1:] == ranked[:-1]
     first[1:] = ~first[1:]
-    return order, first
+    distinct = np.stack([key[order[first]] for key in keys], axis=1).astype(">u8")  # each id's bytes, NUL-padded
+    return order, first, distinct.view(f"S{8 * len(keys)}").ravel().astype(DOC_TABLE)  # decoded as UTF-8
 
 
 # --- per-query values -----------------------------------------------------------------------------
