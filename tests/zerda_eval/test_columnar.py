@@ -95,8 +95,15 @@ def test_an_id_that_is_not_unicode_is_named():
         from_run({"q": [("\ud800", 1.0)]})
 
 
-def test_runs_on_one_table_index_the_sorted_union_and_keep_their_rankings():
-    first, second, third = (from_run(random_run(seed)) for seed in (1, 2, 3))
+@pytest.mark.parametrize("ids", ["odd", "short", "long"])  # NUL: pyarrow's sort; up to 16 bytes: integer keys
+def test_runs_on_one_table_index_the_sorted_union_and_keep_their_rankings(ids):
+    runs = [random_run(seed) for seed in (1, 2, 3)]
+    if ids != "odd":  # no NUL byte: the integer keys, one word (short) or two; beyond 16 bytes pyarrow's sort
+        suffix = "" if ids == "short" else "-a-long-suffix-é"
+        runs = [
+            {q: [(d.rstrip("\x00") + suffix, s) for d, s in r if d != "b\x00"] for q, r in run.items()} for run in runs
+        ]
+    first, second, third = (from_run(run) for run in runs)
     merged = on_one_table([first, second, third])
     union = set(first.doc_ids.tolist()) | set(second.doc_ids.tolist()) | set(third.doc_ids.tolist())
     assert merged[0].doc_ids.tolist() == sorted(union, key=doc_key)

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from filelock import FileLock
 
-from zerda_eval.columnar import DOC_TABLE, ColumnarRun, doc_table, from_columns, from_run
+from zerda_eval.columnar import ColumnarRun, from_columns, from_run, sorted_distinct
 from zerda_eval.errors import ConfigError, DataFormatError, RunError
 from zerda_eval.hashing import bytes_sha256, content_hash, file_sha256
 from zerda_eval.ranking import Ranking, Run, order_run
@@ -52,7 +52,6 @@ TREC_COLUMNS = ("query_id", "iteration", "doc_id", "rank", "score", "tag")
 _NOT_SINGLE_SPACED = (b"\t", b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f", b"\x00")
 # The UTF-8 of the non-ASCII characters ``str.split`` / ``splitlines`` treat as whitespace or line breaks.
 _UNICODE_SPACE = re.compile(rb"\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f|\xe3\x80\x80")
-_KEY_BYTES = 16  # doc ids up to this long are sorted as integer keys (``_byte_order``)
 REPAIR = "rerun `zerda-eval run CONFIG` (finished cells are reused) to rewrite it"
 
 
@@ -290,51 +289,16 @@ def _query_codes(table: Any) -> np.ndarray:
 def trec_columns(path: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """``columnar.from_columns``' first five arguments for a file ``trec_table`` takes (else None): query ids
     (first-seen order) and codes, the sorted doc-id table and codes into it, scores. The doc ids are ordered
-    by bytes once, in numpy on integer keys (``_byte_order``), and the table built from the distinct ones."""
+    by bytes once (``columnar.sorted_distinct``), and the table built from the distinct ones."""
     table = trec_table(path)
     if table is None:
         return None
     docs = table["doc_id"].combine_chunks()
-    order, first, doc_ids = _byte_order(docs, str(path))
+    order, first, doc_ids = sorted_distinct(docs, str(path))
     doc_codes = np.empty(order.size, dtype=np.int32)
     doc_codes[order] = np.cumsum(first, dtype=np.int64) - 1
     query_ids = table["query_id"].chunks[0].dictionary.to_pylist()
     return query_ids, _query_codes(table), doc_ids, doc_codes, table["score"].to_numpy()
-
-
-def _byte_order(docs: Any, where: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The permutation that sorts a ``large_string`` array (no NUL bytes, none empty) by UTF-8 bytes, which
-    rows of the sorted array hold an id not seen before it, and those ids (a ``DOC_TABLE``). Ids of up to
-    ``_KEY_BYTES`` bytes become big-endian integer keys, zero-padded (below every byte, as a shorter prefix
-    is), sorted by numpy, the table cast from their bytes; longer ones are sorted by pyarrow's ``sort_indices``,
-    which compares bytes too."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    n = len(docs)
-    offsets = np.frombuffer(docs.buffers()[1], dtype=np.int64)[docs.offset : docs.offset + n + 1]
-    starts, lengths = offsets[:-1], np.diff(offsets)
-    first = np.ones(n, dtype=bool)
-    if int(lengths.max()) > _KEY_BYTES:
-        order = pc.sort_indices(docs).to_numpy()
-        ranked = docs.take(pa.array(order))
-        first[1:] = pc.not_equal(ranked.slice(1), ranked.slice(0, n - 1)).to_numpy(zero_copy_only=False)
-        return order, first, doc_table(ranked.filter(pa.array(first)).to_numpy(zero_copy_only=False), where)
-    data = np.frombuffer(docs.buffers()[2], dtype=np.uint8)
-    padded = np.concatenate([data, np.zeros(_KEY_BYTES, dtype=np.uint8)])
-    windows = np.lib.stride_tricks.sliding_window_view(padded, 8)  # the 8 bytes from each position, no copy
-    masks = np.array([~np.uint64(0) << np.uint64(64 - 8 * used) if used else 0 for used in range(9)], dtype=np.uint64)
-    keys = []  # the first 8 bytes of each id, then (if any is longer) the next 8, past its end zeroed
-    for word in range(0, int(lengths.max()), 8):
-        key = windows[starts + word].view(">u8").ravel().astype(np.uint64)
-        keys.append(key & masks[np.clip(lengths - word, 0, 8)])
-    order = np.argsort(keys[0]) if len(keys) == 1 else np.lexsort(keys[::-1])  # lexsort: the last key leads
-    for key in keys:  # equal keys: the same id
-        ranked = key[order]
-        first[1:] &= ranked[1:] == ranked[:-1]
-    first[1:] = ~first[1:]
-    distinct = np.stack([key[order[first]] for key in keys], axis=1).astype(">u8")  # each id's bytes, NUL-padded
-    return order, first, distinct.view(f"S{8 * len(keys)}").ravel().astype(DOC_TABLE)  # decoded as UTF-8
 
 
 # --- per-query values -----------------------------------------------------------------------------
