@@ -105,7 +105,7 @@ def on_one_table(runs: Sequence[ColumnarRun]) -> list[ColumnarRun]:
     tables = [run.doc_ids for run in runs]
     if all(table is tables[0] for table in tables):
         return list(runs)
-    joined = pa.concat_arrays([pa.array(table).cast(pa.large_string()) for table in tables])
+    joined = pa.chunked_array([pa.array(table, type=pa.large_string()) for table in tables]).combine_chunks()
     order, first, union = sorted_distinct(joined)
     where = np.empty(order.size, dtype=np.int32)
     where[order] = np.cumsum(first, dtype=np.int64) - 1

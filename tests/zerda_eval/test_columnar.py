@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zerda_eval.columnar import ColumnarRun, from_run, gather, on_one_table
+from zerda_eval.columnar import DOC_TABLE, ColumnarRun, from_run, gather, on_one_table
 from zerda_eval.errors import DataFormatError, RunError
 from zerda_eval.ranking import doc_key, order_run
 from zerda_eval.store import run_files
@@ -110,6 +110,16 @@ def test_runs_on_one_table_index_the_sorted_union_and_keep_their_rankings(ids):
     assert all(run.doc_ids is merged[0].doc_ids for run in merged)
     assert [run.to_dict() for run in merged] == [first.to_dict(), second.to_dict(), third.to_dict()]
     assert on_one_table(merged) == merged  # one table already: the runs themselves
+
+
+def test_a_table_of_millions_of_ids_goes_on_one_table_too():
+    """pyarrow hands a numpy string array of a few million ids back in chunks (about 2.5M ids a chunk here)."""
+    big = np.sort(np.array([f"{i:07d}" for i in range(3_000_000)], dtype=DOC_TABLE))
+    many = ColumnarRun(["q"], np.array([0, 2]), np.array([2_999_999, 5], dtype=np.int32), np.array([2.0, 1.0]), big)
+    few = from_run({"q": [("0000005", 3.0), ("x", 1.0)]})
+    merged = on_one_table([many, few])
+    assert merged[0].doc_ids.size == 3_000_001 and merged[0].doc_ids[-1] == "x"
+    assert [run.to_dict() for run in merged] == [many.to_dict(), few.to_dict()]
 
 
 def test_gather_takes_each_query_from_its_run():
