@@ -15,6 +15,7 @@ pool by a shared relevance signal plus its own noise (distinct float64 scores, n
 trec_eval's); qrels grade the 8 pool docs of highest signal 1-3 and judge 6 others non-relevant.
 
     python benchmarks/bench_columnar.py                     # 5,000 x 1,000: about 15 minutes on 2 loaded cores
+    python benchmarks/bench_columnar.py --per-query --queries 1000   # the fusion cell's per-query call, in us
     ZERDA_BENCH_QUICK=1 python -m pytest benchmarks/test_bench_columnar.py   # 200 x 100, seconds
 """
 
@@ -192,6 +193,35 @@ def run_stage(side: str, stage: str, folder: Path) -> dict[str, Any]:
     }
 
 
+def per_query_fusion(folder: Path) -> dict[str, dict[str, float]]:
+    """Microseconds a query of ``fusion.columns.QueryFusion.fuse`` (the step a grid's fusion cell times) fusing
+    ``run1`` and ``run2`` (1,000 deep), by method: median, mean and 90th percentile over every query, after one
+    untimed query; the inputs are put on one doc table first (untimed there too), that time reported apart."""
+    import zerda_eval as ze
+    from zerda_eval.fusion.columns import QueryFusion
+
+    runs = [ze.read_run(folder / f"run{r}.trec") for r in (1, 2)]
+    methods = {"rrf": {}, "wsum": {"weights": WEIGHTS, "score_norm": "min-max"}, "zerda": {}}
+    figures = {}
+    for method, params in methods.items():
+        start = time.perf_counter()
+        fusion = QueryFusion(method, runs, **params)
+        prepare = time.perf_counter() - start
+        fusion.fuse(runs[0].query_ids[0])
+        spent = []
+        for qid in runs[0].query_ids:
+            start = time.perf_counter()
+            fusion.fuse(qid)
+            spent.append((time.perf_counter() - start) * 1e6)
+        figures[method] = {
+            "median_us": round(float(np.median(spent)), 1),
+            "mean_us": round(float(np.mean(spent)), 1),
+            "p90_us": round(float(np.percentile(spent, 90)), 1),
+            "one_table_s": round(prepare, 3),
+        }
+    return figures
+
+
 # --- the driver ------------------------------------------------------------------------------------------
 
 
@@ -263,9 +293,15 @@ def main() -> None:
     parser.add_argument("--side", choices=SIDES)
     parser.add_argument("--stage", choices=STAGES)
     parser.add_argument("--folder", type=Path)
+    parser.add_argument("--per-query", action="store_true", help="time the fusion cell's per-query call only")
     args = parser.parse_args()
     if args.side:
         print(json.dumps(run_stage(args.side, args.stage, args.folder)))
+        return
+    if args.per_query:
+        with tempfile.TemporaryDirectory() as folder:
+            make_data(Path(folder), args.queries, args.depth)
+            print(json.dumps(per_query_fusion(Path(folder)), indent=1))
         return
     with tempfile.TemporaryDirectory() as folder:
         start = time.time()

@@ -27,6 +27,7 @@ from zerda_eval.errors import DataFormatError
 from zerda_eval.ranking import Ranking, Run, check_duplicates_policy, ranked_arrays
 
 DOC_TABLE = np.dtypes.StringDType()  # doc ids: variable-width UTF-8, sorted by code point (= UTF-8 bytes)
+KEY_BYTES = 16  # doc ids up to this long are sorted as integer keys (``sorted_distinct``)
 
 
 class ColumnarRun(Mapping[str, Ranking]):
@@ -96,24 +97,59 @@ def doc_table(doc_ids: Sequence[str] | np.ndarray, where: str = "run") -> np.nda
 
 def on_one_table(runs: Sequence[ColumnarRun]) -> list[ColumnarRun]:
     """The runs re-indexed on one sorted doc-id table holding every run's ids (the runs themselves when they
-    share one already). One stable sort of the tables joined: a binary search of a ``StringDType`` table
-    is slow (about 3 us a lookup here), a sort is not."""
+    share one already). The tables go to pyarrow (a copy of the bytes, no Python string) and are ordered by
+    ``sorted_distinct``: a sort or a binary search of ``StringDType`` arrays compares slowly (about 3 us a
+    lookup here), and a gather of one copies every string."""
+    import pyarrow as pa
+
     tables = [run.doc_ids for run in runs]
     if all(table is tables[0] for table in tables):
         return list(runs)
-    joined = np.concatenate(tables)
-    order = np.argsort(joined, kind="stable")
-    ranked = joined[order]
-    first = np.ones(joined.size, dtype=bool)  # each table holds an id once: equal ids are from two tables
-    first[1:] = ranked[1:] != ranked[:-1]
-    where = np.empty(joined.size, dtype=np.int32)
-    where[order] = np.cumsum(first) - 1
-    union = ranked[first]
+    joined = pa.chunked_array([pa.array(table, type=pa.large_string()) for table in tables]).combine_chunks()
+    order, first, union = sorted_distinct(joined)
+    where = np.empty(order.size, dtype=np.int32)
+    where[order] = np.cumsum(first, dtype=np.int64) - 1
     bounds = np.cumsum([0] + [table.size for table in tables]).tolist()
     return [
         ColumnarRun(run.query_ids, run.offsets, where[start:stop][run.docs], run.scores, union)
         for run, start, stop in zip(runs, bounds[:-1], bounds[1:], strict=True)
     ]
+
+
+def sorted_distinct(ids: Any, where: str = "run") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For a pyarrow ``large_string`` array: the permutation that sorts it by UTF-8 bytes, which rows of the
+    sorted array hold an id not seen before it, and those ids (a ``DOC_TABLE``). Ids of up to ``KEY_BYTES``
+    bytes, none holding NUL, become big-endian integer keys, zero-padded (below every byte, as a shorter
+    prefix is), sorted by numpy, the table cast from their bytes; any other array is sorted by pyarrow's
+    ``sort_indices``, which compares bytes too."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(ids)
+    offsets = np.frombuffer(ids.buffers()[1], dtype=np.int64)[ids.offset : ids.offset + n + 1]
+    data = np.frombuffer(ids.buffers()[2] or b"", dtype=np.uint8)
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    width = int(lengths.max()) if n else 0
+    first = np.ones(n, dtype=bool)
+    if width > KEY_BYTES or not data[offsets[0] : offsets[-1]].all():  # long ids, or a NUL byte
+        order = pc.sort_indices(ids).to_numpy()
+        ranked = ids.take(pa.array(order))
+        first[1:] = pc.not_equal(ranked.slice(1), ranked.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+        return order, first, doc_table(ranked.filter(pa.array(first)).to_numpy(zero_copy_only=False), where)
+    padded = np.concatenate([data, np.zeros(KEY_BYTES, dtype=np.uint8)])
+    windows = np.lib.stride_tricks.sliding_window_view(padded, 8)  # the 8 bytes from each position, no copy
+    masks = np.array([~np.uint64(0) << np.uint64(64 - 8 * used) if used else 0 for used in range(9)], dtype=np.uint64)
+    keys = []  # the first 8 bytes of each id, then (if any is longer) the next 8, past its end zeroed
+    for word in range(0, max(width, 1), 8):
+        key = windows[starts + word].view(">u8").ravel().astype(np.uint64)
+        keys.append(key & masks[np.clip(lengths - word, 0, 8)])
+    order = np.argsort(keys[0]) if len(keys) == 1 else np.lexsort(keys[::-1])  # lexsort: the last key leads
+    for key in keys:  # equal keys: the same id
+        ranked = key[order]
+        first[1:] &= ranked[1:] == ranked[:-1]
+    first[1:] = ~first[1:]
+    distinct = np.stack([key[order[first]] for key in keys], axis=1).astype(">u8")  # each id's bytes, NUL-padded
+    return order, first, distinct.view(f"S{8 * len(keys)}").ravel().astype(DOC_TABLE)  # decoded as UTF-8
 
 
 def from_columns(
@@ -128,18 +164,21 @@ def from_columns(
     """The run of rows ``(query_ids[query_codes[i]], doc_ids[doc_codes[i]], scores[i])`` given in input order.
 
     ``query_ids`` in the order the run lists them (first seen), each once; ``doc_ids`` each id once, any
-    order. Each query's rows are put in ``TIE_BREAK`` order; a problem (non-finite score, a doc listed twice
-    with ``duplicates`` None) is the ``RunError`` ``ranking.order_run`` raises for the same input.
+    order (already sorted by bytes, as ``store.run_dir.trec_columns`` gives them, it is the table as it is).
+    Each query's rows are put in ``TIE_BREAK`` order; a problem (non-finite score, a doc listed twice with
+    ``duplicates`` None) is the ``RunError`` ``ranking.order_run`` raises for the same input.
     """
     check_duplicates_policy(duplicates, where)
     table = doc_table(doc_ids, where)
-    by_bytes = np.argsort(table, kind="stable")
-    index_of = np.empty(by_bytes.size, dtype=np.int32)
-    index_of[by_bytes] = np.arange(by_bytes.size, dtype=np.int32)
+    docs = np.asarray(doc_codes, dtype=np.int32)
+    if table.size > 1 and not (table[1:] > table[:-1]).all():  # a sorted table (a reader's) is kept as it is
+        by_bytes = np.argsort(table, kind="stable")
+        index_of = np.empty(by_bytes.size, dtype=np.int32)
+        index_of[by_bytes] = np.arange(by_bytes.size, dtype=np.int32)
+        docs = index_of[docs]
+        table = table[by_bytes]  # once: a gather of a StringDType array copies every string
     queries = np.asarray(query_codes, dtype=np.int64)
-    docs = index_of[np.asarray(doc_codes, dtype=np.intp)]
     scores = np.asarray(scores, dtype=np.float64)
-    table = table[by_bytes]  # once: a gather of a StringDType array copies every string
     keep = _checked_rows(query_ids, queries, table, docs, scores, duplicates, where)
     if keep is not None:
         queries, docs, scores = queries[keep], docs[keep], scores[keep]

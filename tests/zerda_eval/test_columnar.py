@@ -6,11 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zerda_eval.columnar import ColumnarRun, from_run, gather, on_one_table
+from zerda_eval.columnar import DOC_TABLE, ColumnarRun, from_run, gather, on_one_table
 from zerda_eval.errors import DataFormatError, RunError
 from zerda_eval.ranking import doc_key, order_run
 from zerda_eval.store import run_files
-from zerda_eval.store.run_files import _single_spaced_trec, read_run_columns
+from zerda_eval.store.run_dir import trec_columns, trec_table
+from zerda_eval.store.run_files import read_run_columns
 
 # Ids whose byte order is easy to get wrong: case, a prefix, NUL at the end, 2- and 4-byte UTF-8, Arabic.
 ODD_IDS = ["d1", "D1", "d10", "d2", "b", "b\x00", "é", "z", "😀", "\uffff", "وثيقة", "A"]
@@ -94,14 +95,31 @@ def test_an_id_that_is_not_unicode_is_named():
         from_run({"q": [("\ud800", 1.0)]})
 
 
-def test_runs_on_one_table_index_the_sorted_union_and_keep_their_rankings():
-    first, second, third = (from_run(random_run(seed)) for seed in (1, 2, 3))
+@pytest.mark.parametrize("ids", ["odd", "short", "long"])  # NUL: pyarrow's sort; up to 16 bytes: integer keys
+def test_runs_on_one_table_index_the_sorted_union_and_keep_their_rankings(ids):
+    runs = [random_run(seed) for seed in (1, 2, 3)]
+    if ids != "odd":  # no NUL byte: the integer keys, one word (short) or two; beyond 16 bytes pyarrow's sort
+        suffix = "" if ids == "short" else "-a-long-suffix-é"
+        runs = [
+            {q: [(d.rstrip("\x00") + suffix, s) for d, s in r if d != "b\x00"] for q, r in run.items()} for run in runs
+        ]
+    first, second, third = (from_run(run) for run in runs)
     merged = on_one_table([first, second, third])
     union = set(first.doc_ids.tolist()) | set(second.doc_ids.tolist()) | set(third.doc_ids.tolist())
     assert merged[0].doc_ids.tolist() == sorted(union, key=doc_key)
     assert all(run.doc_ids is merged[0].doc_ids for run in merged)
     assert [run.to_dict() for run in merged] == [first.to_dict(), second.to_dict(), third.to_dict()]
     assert on_one_table(merged) == merged  # one table already: the runs themselves
+
+
+def test_a_table_of_millions_of_ids_goes_on_one_table_too():
+    """pyarrow hands a numpy string array of a few million ids back in chunks (about 2.5M ids a chunk here)."""
+    big = np.sort(np.array([f"{i:07d}" for i in range(3_000_000)], dtype=DOC_TABLE))
+    many = ColumnarRun(["q"], np.array([0, 2]), np.array([2_999_999, 5], dtype=np.int32), np.array([2.0, 1.0]), big)
+    few = from_run({"q": [("0000005", 3.0), ("x", 1.0)]})
+    merged = on_one_table([many, few])
+    assert merged[0].doc_ids.size == 3_000_001 and merged[0].doc_ids[-1] == "x"
+    assert [run.to_dict() for run in merged] == [many.to_dict(), few.to_dict()]
 
 
 def test_gather_takes_each_query_from_its_run():
@@ -125,18 +143,34 @@ def spaced_run(seed: int) -> dict[str, list[tuple[str, float]]]:
     return {q: [(d.replace(" ", "_"), s) for d, s in r if d.isprintable()] for q, r in random_run(seed).items() if r}
 
 
+@pytest.mark.parametrize("width", [3, 8, 9, 16, 17, 40])  # one integer key, two, and pyarrow's sort beyond 16 bytes
+def test_the_doc_table_is_every_distinct_id_sorted_by_bytes_and_the_codes_point_at_each_line_s_id(tmp_path, width):
+    rng = np.random.default_rng(width)
+    alphabet = ["a", "b", "Z", "0", "~", "\x7f", "é", "😀", "و", "\uffff"]
+    ids = {"".join(rng.choice(alphabet, size=int(rng.integers(1, width + 1)))) for _ in range(300)}
+    ids |= {"a", "aa", "a" * width, "é" * (width // 2) or "é"}  # prefixes of each other
+    ids = [doc for doc in ids if len(doc.encode()) <= max(width, 2)]
+    lines = [(f"q{int(rng.integers(0, 7))}", doc) for doc in rng.choice(ids, size=600).tolist()]
+    path = tmp_path / "run.trec"
+    path.write_text("".join(f"{q} Q0 {doc} 0 1.0 t\n" for q, doc in lines), encoding="utf-8")
+    query_ids, query_codes, doc_ids, doc_codes, _ = trec_columns(path)
+    assert doc_ids.tolist() == sorted({doc for _, doc in lines}, key=lambda doc: doc.encode())
+    assert [(query_ids[q], doc_ids[d]) for q, d in zip(query_codes, doc_codes, strict=True)] == lines
+    assert query_ids == list(dict.fromkeys(q for q, _ in lines))
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_trec_file_read_by_pyarrow_equals_the_line_parser(tmp_path, seed):
     path = tmp_path / "run.trec"
     write_trec(path, spaced_run(seed))
-    assert _single_spaced_trec(path) is not None  # the fast path is the one taken
+    assert trec_table(path) is not None  # the fast path is the one taken
     assert read_run_columns(path).to_dict() == run_files.read_run(path)
 
 
 def test_blank_lines_are_skipped_by_both_parsers(tmp_path):
     path = tmp_path / "run.trec"
     write_trec(path, spaced_run(0), extra="\n\nq9 Q0 a 1 2.0 t\n\n")
-    assert _single_spaced_trec(path) is not None
+    assert trec_table(path) is not None
     assert read_run_columns(path).to_dict() == run_files.read_run(path)
 
 
@@ -148,12 +182,16 @@ def test_blank_lines_are_skipped_by_both_parsers(tmp_path):
         (" ", "\r\n", ""),
         (" ", "\n", "q9 Q0 a\u2003b 1 2.0 t\n"),
         (" ", "\n", "q9 Q0 a\u2003b 2.0 t\n"),  # split by str.split into six fields: read, not refused
+        (" ", "\n", "q9 Q0 a\x1fb 1 2.0 t\n"),  # \x1f: whitespace to str.split, not a line break: seven fields
+        (" ", "\n", "q9 Q0 a  2.0 t\n"),  # an empty rank field (a column pyarrow does not keep): five fields
+        (" ", "\n", "q9 Q0 a 1 2.0 \n"),  # a space at a line's end: an empty tag
+        (" ", "\n", " q9 Q0 a 1 2.0\n"),  # and at its start
     ],
 )
 def test_files_pyarrow_would_read_differently_go_through_the_line_parser(tmp_path, sep, end, extra):
     path = tmp_path / "run.trec"
     write_trec(path, spaced_run(0), sep, end, extra)
-    assert _single_spaced_trec(path) is None
+    assert trec_table(path) is None
     assert_reads_as_the_line_parser(path)
 
 
@@ -206,6 +244,6 @@ def test_every_row_arrangement_is_put_in_trec_eval_order(tmp_path, arrangement):
         lines = lines[1::2] + lines[::2]
     path = tmp_path / "run.trec"
     path.write_text("".join(f"{q} Q0 {d} 0 {s!r} t\n" for q, d, s in lines), encoding="utf-8")
-    assert _single_spaced_trec(path) is not None
+    assert trec_table(path) is not None
     assert read_run_columns(path).to_dict() == run_files.read_run(path)
     assert from_run(run).to_dict() == order_run(run)

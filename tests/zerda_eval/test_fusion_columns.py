@@ -11,7 +11,7 @@ from tests.zerda_eval.test_columnar import ODD_IDS, trec_order
 from zerda_eval.columnar import from_run
 from zerda_eval.errors import ConfigError, RunError
 from zerda_eval.fusion import FUSION_METHODS
-from zerda_eval.fusion.columns import fuse_columns
+from zerda_eval.fusion.columns import KERNEL_METHODS, QueryFusion, fuse_columns
 from zerda_eval.fusion.methods import LEARNED_METHODS, fuse_runs
 
 METHODS = [method for method in FUSION_METHODS if method not in LEARNED_METHODS]
@@ -59,6 +59,45 @@ def test_fuse_columns_equals_fuse_runs_to_the_bit_and_in_order(method, params, s
     fused = fuse_columns(method, [from_run(run) for run in runs], **params)
     assert list(fused) == list(expected)
     assert fused.to_dict() == expected  # float ==: equal to the bit, order included
+
+
+@pytest.mark.parametrize("method", KERNEL_METHODS)
+@pytest.mark.parametrize("params", SETTINGS)
+def test_query_fusion_fuses_each_query_as_fuse_runs_fuses_it_alone(method, params):
+    """One query a call, in any order and again (the scratch it keeps leaks nothing), a query some or all
+    inputs lack included: ``fuse_runs`` on that query's rankings, to the bit and in order."""
+    runs = tied_runs(11)
+    params = applicable(method, params)
+    if "weights" in params and method == "zerda":
+        params["weights"] = [0.6, 0.3, 0.1]
+    fusion = QueryFusion(method, [from_run(run) for run in runs], **params)
+    qids = [f"q{q}" for q in (5, 0, 3, 7, 1, 9, 0, 5, 2, 4, 6)]  # q9: in no input
+    for qid in qids:
+        expected = fuse_runs(method, [{qid: run.get(qid, [])} for run in runs], **params)[qid]
+        docs, scores = fusion.fuse(qid)
+        assert list(zip(fusion.doc_ids[docs].tolist(), scores.tolist(), strict=True)) == expected
+    fused = fusion.run({qid: fusion.fuse(qid) for qid in reversed(qids)})
+    assert fused.to_dict() == {
+        qid: fuse_runs(method, [{qid: r.get(qid, [])} for r in runs], **params)[qid] for qid in reversed(qids)
+    }
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # the dict path overflows, as planted
+def test_a_query_whose_fused_score_overflows_is_the_dict_paths_run_error():
+    runs = [{"q": [("a", 1.0)], "r": [("a", 1e308)]}, {"q": [("b", 1.0)], "r": [("a", 1e308)]}]
+    fusion = QueryFusion("combsum", [from_run(run) for run in runs], score_norm="none")
+    assert fusion.doc_ids[fusion.fuse("q")[0]].tolist() == ["b", "a"]
+    with pytest.raises(RunError) as expected:
+        fuse_runs("combsum", [{"r": run["r"]} for run in runs], score_norm="none")
+    with pytest.raises(RunError) as caught:
+        fusion.fuse("r")
+    assert str(caught.value) == str(expected.value)
+
+
+def test_pipeline_rrf_is_not_the_kernels():
+    assert "pipeline_rrf" not in KERNEL_METHODS
+    with pytest.raises(ConfigError, match="'pipeline_rrf' is not fused by the kernel"):
+        QueryFusion("pipeline_rrf", [from_run(run) for run in tied_runs(0, n_runs=2)])
 
 
 @pytest.mark.parametrize("method", ["rrf", "combmnz", "zerda"])

@@ -65,7 +65,7 @@ from zerda_eval.store.run_dir import (
     format_trec,
     load_result,
     per_query_csv,
-    read_cell_run,
+    read_cell_columns,
     verified_result,
     write_cell,
 )
@@ -290,9 +290,14 @@ def _search(
     return run, efficiency, stats
 
 
-def _fuse(cell: CellSpec, output_dir: Path, queries: dict[str, str]) -> tuple[Run, Efficiency, dict]:
-    """Fuse the inputs' runs; costs include the inputs' (summed, and the slowest one as "parallel")."""
+def _fuse(cell: CellSpec, output_dir: Path, queries: dict[str, str]) -> tuple[Mapping, Efficiency, dict]:
+    """Fuse the inputs' runs one query at a time, each timed; costs include the inputs' (summed, and the slowest
+    one as "parallel"). The inputs are read as ``ColumnarRun``s (never as dict runs: a 5M-row run would be
+    1.6 GB of tuples), put on one doc table once, untimed, and fused by ``fusion.columns.QueryFusion``, which
+    gives ``fuse_runs``' rankings to the bit; a method the kernel does not fuse (``pipeline_rrf``) goes through
+    ``fuse_runs`` on each query's rankings, built before its timer starts."""
     from zerda_eval.fusion import fuse_runs
+    from zerda_eval.fusion.columns import KERNEL_METHODS, QueryFusion
 
     memory = RssWindow()
     runs, inputs = [], []
@@ -305,19 +310,23 @@ def _fuse(cell: CellSpec, output_dir: Path, queries: dict[str, str]) -> tuple[Ru
                 f"fusion {cell.label!r}: input cell {input_id} has no per-query latencies (written by an older "
                 "version); rerun with --force"
             )
-        runs.append(read_cell_run(output_dir, input_id))
+        runs.append(read_cell_columns(output_dir, input_id))
         inputs.append(result)
     spec = cell.config["fusion"]
+    method = spec["method"]
     params = {k: v for k, v in spec["params"].items() if k != "method"}
-    run, serial, parallel = {}, [], []
+    fusion = QueryFusion(method, runs, **params) if method in KERNEL_METHODS else None
+    fused: dict[str, Any] = {}
+    serial, parallel = [], []
     for qid in queries:
+        rankings = None if fusion else [{qid: run.get(qid, [])} for run in runs]
         start = time.perf_counter()
-        fused = fuse_runs(spec["method"], [{qid: r.get(qid, [])} for r in runs], **params)
+        fused[qid] = fusion.fuse(qid) if fusion else fuse_runs(method, rankings, **params).get(qid, [])
         fusing = time.perf_counter() - start
-        run[qid] = fused.get(qid, [])
         own = [_latency_s(result, qid) for result in inputs]
         serial.append(sum(own) + fusing)
         parallel.append(max(own) + fusing)
+    run = fusion.run(fused) if fusion else fused
     index_times = [figure(result["efficiency"]["index_time_s"]) for result in inputs]
     peak = largest([memory.increment_mb()] + [figure(result["efficiency"][PEAK_COLUMN]) for result in inputs])
     if any(math.isnan(t) for t in index_times):  # an input whose costs are not measured (a run file)

@@ -25,16 +25,19 @@ import csv
 import fcntl
 import io
 import json
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from filelock import FileLock
 
+from zerda_eval.columnar import ColumnarRun, from_columns, from_run, sorted_distinct
 from zerda_eval.errors import ConfigError, DataFormatError, RunError
 from zerda_eval.hashing import bytes_sha256, content_hash, file_sha256
-from zerda_eval.ranking import Ranking, Run
+from zerda_eval.ranking import Ranking, Run, order_run
 from zerda_eval.store.files import atomic_write_bytes, atomic_write_text, build_lock
 
 RESULT_FILE = "result.json"
@@ -43,6 +46,12 @@ PER_QUERY_FILE = "per_query.csv"
 EXPERIMENT_FILE = "experiment.json"
 CHECKSUM_KEY = "checksum"
 RUN_TAG = "zerda-eval"
+TREC_COLUMNS = ("query_id", "iteration", "doc_id", "rank", "score", "tag")
+# Bytes at which Python's ``str.split`` / ``splitlines`` (the line parser) cut a TREC line where a CSV reader
+# would not (tabs, \r, other ASCII separators) or NUL; each is one ``memchr`` over the file.
+_NOT_SINGLE_SPACED = (b"\t", b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f", b"\x00")
+# The UTF-8 of the non-ASCII characters ``str.split`` / ``splitlines`` treat as whitespace or line breaks.
+_UNICODE_SPACE = re.compile(rb"\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f|\xe3\x80\x80")
 REPAIR = "rerun `zerda-eval run CONFIG` (finished cells are reused) to rewrite it"
 
 
@@ -191,48 +200,105 @@ def read_cell_run(output_dir: Path, cell_id: str) -> Run:
     return read_trec(cell_dir(output_dir, cell_id) / RUN_FILE)
 
 
+def read_cell_columns(output_dir: Path, cell_id: str) -> ColumnarRun:
+    """The run file of a cell as a ``ColumnarRun`` (in the tie-break order, the order the harness wrote it)."""
+    return read_trec_columns(cell_dir(output_dir, cell_id) / RUN_FILE)
+
+
+def read_trec_columns(path: Path, duplicates: str | None = None, where: str | None = None) -> ColumnarRun:
+    """A TREC run file as a ``ColumnarRun`` in the tie-break order: ``ranking.order_run(read_trec(path))``'s
+    rankings and errors, read in columns by ``trec_columns`` when it takes the file, else by the line parser."""
+    where = where or str(path)
+    columns = trec_columns(path)
+    if columns is None:
+        return from_run(order_run(read_trec(path), duplicates, where), duplicates, where)
+    return from_columns(*columns, duplicates=duplicates, where=where)
+
+
 def read_cell_tops(output_dir: Path, cell_id: str, k: int) -> dict[str, list[str]]:
     """The first ``k`` doc ids of each query of a cell's run file, in file order: ``read_cell_run``'s
-    ``[doc for doc, _ in run[qid][:k]]``, read in columns (pyarrow) so a report reads a 7,000 x 1,000 run in
-    a second instead of parsing every line in Python. A malformed file is a one-line ``DataFormatError``."""
-    import numpy as np
-    import pyarrow as pa
-    from pyarrow import compute as pa_compute
-    from pyarrow import csv as pa_csv
-
+    ``[doc for doc, _ in run[qid][:k]]``, read in columns (``trec_table``) so a report reads a 7,000 x 1,000
+    run in a second instead of parsing every line in Python; a file that one does not take, by the line parser."""
     path = cell_dir(output_dir, cell_id) / RUN_FILE
-    names = ["qid", "q0", "doc", "rank", "score", "tag"]
-    try:
-        if path.stat().st_size == 0:  # a run that returned nothing (pyarrow refuses an empty file)
-            return {}
-        table = pa_csv.read_csv(
-            path,
-            read_options=pa_csv.ReadOptions(column_names=names),
-            parse_options=pa_csv.ParseOptions(delimiter=" ", quote_char=False, ignore_empty_lines=True),
-            convert_options=pa_csv.ConvertOptions(
-                column_types={name: pa.string() for name in names}, include_columns=["qid", "doc"]
-            ),
-        )
-    except FileNotFoundError:
-        raise DataFormatError(f"{path}: run file not found; {REPAIR}") from None
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise DataFormatError(f"{path}: not a TREC run file ({str(exc).splitlines()[0]}); {REPAIR}") from None
-    qids = table.column("qid").combine_chunks()
-    lines = len(qids)
-    if lines == 0:
-        return {}
-    # a query's first k lines are among the first k of the stretches of consecutive lines it holds (one
-    # stretch in a file the harness wrote): keep those, compared in columns, then count them per query
-    changed = pa_compute.not_equal(qids.slice(1), qids.slice(0, lines - 1)).to_numpy(zero_copy_only=False)
-    starts = np.flatnonzero(np.concatenate([[True], changed]))
-    stretch_start = np.repeat(starts, np.diff(np.append(starts, lines)))
-    kept = pa.array(np.flatnonzero(np.arange(lines) - stretch_start < k))
-    tops: dict[str, list[str]] = {}
-    for qid, doc in zip(qids.take(kept).to_pylist(), table.column("doc").take(kept).to_pylist(), strict=True):
-        ranking = tops.setdefault(qid, [])
-        if len(ranking) < k:
-            ranking.append(doc)
+    table = trec_table(path)
+    if table is None:
+        return {qid: [doc for doc, _ in ranking[:k]] for qid, ranking in read_trec(path).items()}
+    codes = _query_codes(table)
+    order = np.argsort(codes, kind="stable")  # each query's lines together, in file order
+    ranked = codes[order]
+    kept = np.sort(order[np.arange(ranked.size) - np.searchsorted(ranked, ranked) < k])  # its first k lines
+    qids = table["query_id"].chunks[0].dictionary.to_pylist()
+    tops: dict[str, list[str]] = {qid: [] for qid in qids}
+    for code, doc in zip(codes[kept].tolist(), table["doc_id"].take(kept).to_pylist(), strict=True):
+        tops[qids[code]].append(doc)
     return tops
+
+
+def trec_table(path: Path) -> Any:
+    """THE columnar TREC parser: a ``pyarrow.Table`` of the file's ``query_id`` (dictionary-coded, codes in
+    first-seen order), ``doc_id`` (large_string) and ``score`` (float64) in file order, for a file pyarrow
+    parses as the line parser (``trec_lines``) would: fields split by single spaces, ``\\n`` line ends, valid
+    UTF-8, six fields a line, numeric scores. None for any other file (missing, empty, or malformed too), which
+    the caller then reads with the line parser, so the run or the one-line error is that parser's."""
+    import pyarrow as pa
+    from pyarrow import csv
+
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if not data or any(byte in data for byte in _NOT_SINGLE_SPACED) or _empty_field(data):
+        return None
+    if not data.isascii():
+        try:
+            data.decode("utf-8")  # every column, the ones not read too
+        except UnicodeDecodeError:
+            return None
+        if _UNICODE_SPACE.search(data):
+            return None
+    types = {"query_id": pa.dictionary(pa.int32(), pa.string()), "doc_id": pa.large_string(), "score": pa.float64()}
+    try:
+        table = csv.read_csv(
+            pa.py_buffer(data),
+            read_options=csv.ReadOptions(column_names=list(TREC_COLUMNS)),
+            parse_options=csv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False),
+            convert_options=csv.ConvertOptions(
+                column_types=types, include_columns=list(types), null_values=[], strings_can_be_null=False
+            ),
+        ).unify_dictionaries()
+    except (pa.ArrowException, ValueError):
+        return None
+    return table if table.num_rows else None  # blank lines only: the line parser's empty run
+
+
+def _empty_field(data: bytes) -> bool:
+    """Whether a line of ``data`` has an empty field (two spaces, or one at the line's start or end), which
+    ``str.split`` reads otherwise; in numpy (``b"  " in data`` is a slow search where spaces are common)."""
+    text = np.frombuffer(data, dtype=np.uint8)
+    space, newline = text == ord(" "), text == ord("\n")
+    if space[0] or space[-1]:
+        return True
+    return bool((space[1:] & (space[:-1] | newline[:-1])).any() or (space[:-1] & newline[1:]).any())
+
+
+def _query_codes(table: Any) -> np.ndarray:
+    """``trec_table``'s query codes, one int64 a line."""
+    return np.concatenate([chunk.indices.to_numpy() for chunk in table["query_id"].chunks]).astype(np.int64)
+
+
+def trec_columns(path: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """``columnar.from_columns``' first five arguments for a file ``trec_table`` takes (else None): query ids
+    (first-seen order) and codes, the sorted doc-id table and codes into it, scores. The doc ids are ordered
+    by bytes once (``columnar.sorted_distinct``), and the table built from the distinct ones."""
+    table = trec_table(path)
+    if table is None:
+        return None
+    docs = table["doc_id"].combine_chunks()
+    order, first, doc_ids = sorted_distinct(docs, str(path))
+    doc_codes = np.empty(order.size, dtype=np.int32)
+    doc_codes[order] = np.cumsum(first, dtype=np.int64) - 1
+    query_ids = table["query_id"].chunks[0].dictionary.to_pylist()
+    return query_ids, _query_codes(table), doc_ids, doc_codes, table["score"].to_numpy()
 
 
 # --- per-query values -----------------------------------------------------------------------------

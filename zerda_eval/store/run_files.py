@@ -18,38 +18,29 @@ malformed file is a one-line ``DataFormatError`` naming the file (and line); qre
 ``store.qrels_text``'s rules.
 
 ``read_run_columns`` reads a run as a ``columnar.ColumnarRun`` (arrays, no tuple per line). A TREC file
-separated by single spaces is parsed by pyarrow's CSV reader; any other file, and any file pyarrow does
-not take, goes through the line parser (``run_dir.trec_lines``), so the run or the one-line error is the
-one ``read_run`` gives.
+goes through ``run_dir.read_trec_columns`` (the one columnar TREC parser, pyarrow's CSV reader, for a file
+separated by single spaces; the line parser ``run_dir.trec_lines`` for any other), so the run or the one-line
+error is the one ``read_run`` gives.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from zerda_eval.columnar import ColumnarRun, from_columns, from_run
+from zerda_eval.columnar import ColumnarRun, from_run
 from zerda_eval.errors import DataFormatError
 from zerda_eval.ranking import Run, order_run, sort_ranking
 from zerda_eval.store.files import atomic_write_bytes, atomic_write_text
 from zerda_eval.store.qrels_text import judgements, read_qrels_lines
-from zerda_eval.store.run_dir import RUN_TAG, format_trec, read_trec
+from zerda_eval.store.run_dir import RUN_TAG, format_trec, read_trec, read_trec_columns
 
 KINDS = ("trec", "json", "parquet")
 PARQUET_COLUMNS = ("q_id", "doc_id", "score")  # ranx's Run/Qrels.from_parquet defaults
-TREC_COLUMNS = ("query_id", "iteration", "doc_id", "rank", "score", "tag")
-# Bytes at which Python's ``str.split`` / ``splitlines`` (the line parser) cut a TREC line where a CSV reader
-# would not (tabs, \r, other ASCII separators) or NUL; runs of spaces and spaces at a line's ends show as empty
-# fields once parsed. Single bytes: each is one ``memchr`` over the file.
-_NOT_SINGLE_SPACED = (b"\t", b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x00")
-# The UTF-8 of the non-ASCII characters ``str.split`` / ``splitlines`` treat as whitespace or line breaks.
-_UNICODE_SPACE = re.compile(rb"\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f|\xe3\x80\x80")
 Qrels = dict[str, dict[str, int]]
 
 
@@ -82,44 +73,8 @@ def read_run_columns(path: str | Path, kind: str | None = None, duplicates: str 
     """``read_run`` as a ``ColumnarRun``: the same rankings (and errors), held as arrays."""
     path = Path(path)
     if file_kind(path, kind) == "trec":
-        columns = _single_spaced_trec(path)
-        if columns is not None:
-            return from_columns(*columns, duplicates=duplicates, where=str(path))
+        return read_trec_columns(path, duplicates)
     return from_run(read_run(path, kind, duplicates), duplicates, str(path))
-
-
-def _single_spaced_trec(path: Path) -> tuple | None:
-    """``from_columns``'s first five arguments for a TREC file pyarrow parses as the line parser would (fields
-    split by single spaces, ``\\n`` line ends, valid UTF-8, six fields a line, numeric scores), else None."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    from pyarrow import csv
-
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if not data or any(byte in data for byte in _NOT_SINGLE_SPACED):
-        return None
-    if not data.isascii() and _UNICODE_SPACE.search(data):
-        return None
-    coded = pa.dictionary(pa.int32(), pa.string())  # each distinct id once; codes in first-seen order
-    types = {**dict.fromkeys(TREC_COLUMNS, coded), "score": pa.float64()}
-    try:
-        table = csv.read_csv(
-            pa.py_buffer(data),
-            read_options=csv.ReadOptions(column_names=list(TREC_COLUMNS)),
-            parse_options=csv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False),
-            convert_options=csv.ConvertOptions(column_types=types, null_values=[], strings_can_be_null=False),
-        ).unify_dictionaries()
-    except (pa.ArrowException, ValueError):
-        return None
-    columns = {name: table[name].chunks for name in TREC_COLUMNS if name != "score"}
-    if any(pc.min(pc.binary_length(chunks[0].dictionary)).as_py() == 0 for chunks in columns.values()):
-        return None  # an empty field: two spaces, or one at a line's end, which str.split reads otherwise
-    queries, docs = columns["query_id"][0].dictionary, columns["doc_id"][0].dictionary
-    codes = [np.concatenate([chunk.indices.to_numpy() for chunk in columns[name]]) for name in ("query_id", "doc_id")]
-    return queries.to_pylist(), codes[0], docs.to_numpy(zero_copy_only=False), codes[1], table["score"].to_numpy()
 
 
 def write_run(run: Mapping[str, Any], path: str | Path, kind: str | None = None, tag: str = RUN_TAG) -> Path:

@@ -37,7 +37,7 @@ def test_the_first_k_of_each_query_in_file_order_as_the_line_reader_reads_them(t
 
 def test_a_malformed_or_missing_run_file_is_one_line_naming_it(tmp_path):
     cell = write_run(tmp_path, ["q1 Q0 d1 1 2.0 t", "q1 Q0 d2 2.0 t"])
-    with pytest.raises(DataFormatError, match=r"c1/run\.trec: not a TREC run file") as raised:
+    with pytest.raises(DataFormatError, match=r"c1/run\.trec:2: expected 'qid Q0 docid rank score tag'") as raised:
         read_cell_tops(tmp_path, cell, 10)
     assert "\n" not in str(raised.value)
     with pytest.raises(DataFormatError, match=r"c2/run\.trec: run file not found"):
