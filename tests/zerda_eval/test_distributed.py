@@ -88,6 +88,35 @@ def test_task_key_is_stable_per_cell_and_output_dir(experiment_factory, tmp_path
 # --- a real LocalCluster ---------------------------------------------------------------------------
 
 
+def write_beir(folder: Path, docs: list[str], queries: dict[str, str], relevant: dict[str, str], prefix: str) -> Path:
+    """A BEIR folder: ``docs`` as ``<prefix><i>``, ``queries``, and each query's one relevant doc id."""
+    with (folder / "corpus.jsonl").open("w") as out:
+        out.writelines(
+            json.dumps({"_id": f"{prefix}{i}", "title": "", "text": text}) + "\n" for i, text in enumerate(docs)
+        )
+    with (folder / "queries.jsonl").open("w") as out:
+        out.writelines(json.dumps({"_id": qid, "text": text}) + "\n" for qid, text in queries.items())
+    (folder / "qrels").mkdir()
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{qid}\t{doc}\t1\n" for qid, doc in relevant.items())
+    )
+    return folder
+
+
+def beir_grid(name: str, folder: Path, output_dir: Path, depth: int, measures: list[str]) -> dict:
+    """An experiment's header and its one BEIR dataset (``folder``), run into ``output_dir``; add the entries."""
+    return {
+        "experiment": {
+            "name": name,
+            "depth": depth,
+            "measures": measures,
+            "output_dir": str(output_dir),
+            "cache_dir": str(output_dir / "cache"),
+        },
+        "datasets": [{"name": name, "path": str(folder), "format": "beir"}],
+    }
+
+
 @pytest.fixture(scope="module")
 def tiny_beir(tmp_path_factory) -> Path:
     """300 passages of Zipfian words; query i copies 4 words of passage 7 i, which is its one relevant doc."""
@@ -99,32 +128,14 @@ def tiny_beir(tmp_path_factory) -> Path:
         " ".join(rng.choice(vocabulary, size=rng.integers(8, 30), p=probabilities / probabilities.sum()))
         for _ in range(300)
     ]
-    with (folder / "corpus.jsonl").open("w") as out:
-        for i, text in enumerate(docs):
-            out.write(json.dumps({"_id": f"d{i}", "title": "", "text": text}) + "\n")
-    with (folder / "queries.jsonl").open("w") as out:
-        for q in range(30):
-            words = docs[7 * q].split()
-            out.write(json.dumps({"_id": f"q{q}", "text": " ".join(words[-4:])}) + "\n")
-    (folder / "qrels").mkdir()
-    (folder / "qrels" / "test.tsv").write_text(
-        "query-id\tcorpus-id\tscore\n" + "".join(f"q{q}\td{7 * q}\t1\n" for q in range(30))
-    )
-    return folder
+    queries = {f"q{q}": " ".join(docs[7 * q].split()[-4:]) for q in range(30)}
+    return write_beir(folder, docs, queries, {f"q{q}": f"d{7 * q}" for q in range(30)}, "d")
 
 
 @pytest.fixture
 def experiment_factory(tiny_beir):
     def make(output_dir: Path):
-        raw = {
-            "experiment": {
-                "name": "scale",
-                "depth": 20,
-                "measures": ["ndcg@10", "recall@20"],
-                "output_dir": str(output_dir),
-                "cache_dir": str(output_dir / "cache"),
-            },
-            "datasets": [{"name": "tiny", "path": str(tiny_beir), "format": "beir"}],
+        raw = beir_grid("scale", tiny_beir, output_dir, 20, ["ndcg@10", "recall@20"]) | {
             "systems": [
                 {
                     "name": "bm25",
@@ -275,29 +286,12 @@ def three_chunk_beir(tmp_path_factory) -> Path:
         "lift",
     ]
     docs = [" ".join(rng.choice(words, size=rng.integers(4, 14))) for _ in range(2 * CHUNK_TEXTS + 452)]
-    with (folder / "corpus.jsonl").open("w") as out:
-        for i, text in enumerate(docs):
-            out.write(json.dumps({"_id": f"d{i}", "title": "", "text": text}) + "\n")
-    with (folder / "queries.jsonl").open("w") as out:
-        for q in range(20):
-            out.write(json.dumps({"_id": f"q{q}", "text": " ".join(docs[100 * q].split()[:3])}) + "\n")
-    (folder / "qrels").mkdir()
-    (folder / "qrels" / "test.tsv").write_text(
-        "query-id\tcorpus-id\tscore\n" + "".join(f"q{q}\td{100 * q}\t1\n" for q in range(20))
-    )
-    return folder
+    queries = {f"q{q}": " ".join(docs[100 * q].split()[:3]) for q in range(20)}
+    return write_beir(folder, docs, queries, {f"q{q}": f"d{100 * q}" for q in range(20)}, "d")
 
 
 def _dense_experiment(folder: Path, output_dir: Path):
-    raw = {
-        "experiment": {
-            "name": "encode",
-            "depth": 10,
-            "measures": ["ndcg@10"],
-            "output_dir": str(output_dir),
-            "cache_dir": str(output_dir / "cache"),
-        },
-        "datasets": [{"name": "chunks", "path": str(folder), "format": "beir"}],
+    raw = beir_grid("encode", folder, output_dir, 10, ["ndcg@10"]) | {
         "systems": [{"name": "dense", "family": "pipeline.dense", "params": {"embedder": "wordllama"}}],
     }
     return resolve_experiment(raw, "encode.toml")
@@ -388,27 +382,12 @@ def million_beir(tmp_path_factory) -> Path:
     words = vocabulary[rng.choice(20_000, size=int(lengths.sum()), p=probabilities / probabilities.sum())]
     bounds = np.concatenate([[0], np.cumsum(lengths)])
     docs = [" ".join(words[bounds[i] : bounds[i + 1]]) for i in range(MILLION)]
-    with (folder / "corpus.jsonl").open("w") as out:
-        out.writelines(f'{{"_id": "p{i}", "title": "", "text": "{text}"}}\n' for i, text in enumerate(docs))
-    with (folder / "queries.jsonl").open("w") as out:
-        out.writelines(f'{{"_id": "q{q}", "text": "{" ".join(docs[4_999 * q].split()[:5])}"}}\n' for q in range(200))
-    (folder / "qrels").mkdir()
-    (folder / "qrels" / "test.tsv").write_text(
-        "query-id\tcorpus-id\tscore\n" + "".join(f"q{q}\tp{4_999 * q}\t1\n" for q in range(200))
-    )
-    return folder
+    queries = {f"q{q}": " ".join(docs[4_999 * q].split()[:5]) for q in range(200)}
+    return write_beir(folder, docs, queries, {f"q{q}": f"p{4_999 * q}" for q in range(200)}, "p")
 
 
 def _million_experiment(folder: Path, output_dir: Path):
-    raw = {
-        "experiment": {
-            "name": "million",
-            "depth": 100,
-            "measures": ["ndcg@10", "recall@100"],
-            "output_dir": str(output_dir),
-            "cache_dir": str(output_dir / "cache"),
-        },
-        "datasets": [{"name": "million", "path": str(folder), "format": "beir"}],
+    raw = beir_grid("million", folder, output_dir, 100, ["ndcg@10", "recall@100"]) | {
         "systems": [
             {"name": "bm25", "family": "zerda.keyword", "params": {"engine": "fast"}},
             {"name": "bm25_b", "family": "zerda.keyword", "params": {"engine": "fast"}, "grid": {"b": [0.3, 0.9]}},
