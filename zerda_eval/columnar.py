@@ -106,9 +106,7 @@ def on_one_table(runs: Sequence[ColumnarRun]) -> list[ColumnarRun]:
     if all(table is tables[0] for table in tables):
         return list(runs)
     joined = pa.chunked_array([pa.array(table, type=pa.large_string()) for table in tables]).combine_chunks()
-    order, first, union = sorted_distinct(joined)
-    where = np.empty(order.size, dtype=np.int32)
-    where[order] = np.cumsum(first, dtype=np.int64) - 1
+    where, union = sorted_distinct(joined)
     bounds = np.cumsum([0] + [table.size for table in tables]).tolist()
     return [
         ColumnarRun(run.query_ids, run.offsets, where[start:stop][run.docs], run.scores, union)
@@ -116,9 +114,9 @@ def on_one_table(runs: Sequence[ColumnarRun]) -> list[ColumnarRun]:
     ]
 
 
-def sorted_distinct(ids: Any, where: str = "run") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For a pyarrow ``large_string`` array: the permutation that sorts it by UTF-8 bytes, which rows of the
-    sorted array hold an id not seen before it, and those ids (a ``DOC_TABLE``). Ids of up to ``KEY_BYTES``
+def sorted_distinct(ids: Any, where: str = "run") -> tuple[np.ndarray, np.ndarray]:
+    """For a pyarrow ``large_string`` array: its distinct ids sorted by UTF-8 bytes (a ``DOC_TABLE``) and each
+    row's index (int32) in that table. Ids of up to ``KEY_BYTES``
     bytes, none holding NUL, become big-endian integer keys, zero-padded (below every byte, as a shorter
     prefix is), sorted by numpy, the table cast from their bytes; any other array is sorted by pyarrow's
     ``sort_indices``, which compares bytes too."""
@@ -135,7 +133,7 @@ def sorted_distinct(ids: Any, where: str = "run") -> tuple[np.ndarray, np.ndarra
         order = pc.sort_indices(ids).to_numpy()
         ranked = ids.take(pa.array(order))
         first[1:] = pc.not_equal(ranked.slice(1), ranked.slice(0, n - 1)).to_numpy(zero_copy_only=False)
-        return order, first, doc_table(ranked.filter(pa.array(first)).to_numpy(zero_copy_only=False), where)
+        return _codes(order, first), doc_table(ranked.filter(pa.array(first)).to_numpy(zero_copy_only=False), where)
     padded = np.concatenate([data, np.zeros(KEY_BYTES, dtype=np.uint8)])
     windows = np.lib.stride_tricks.sliding_window_view(padded, 8)  # the 8 bytes from each position, no copy
     masks = np.array([~np.uint64(0) << np.uint64(64 - 8 * used) if used else 0 for used in range(9)], dtype=np.uint64)
@@ -149,7 +147,15 @@ def sorted_distinct(ids: Any, where: str = "run") -> tuple[np.ndarray, np.ndarra
         first[1:] &= ranked[1:] == ranked[:-1]
     first[1:] = ~first[1:]
     distinct = np.stack([key[order[first]] for key in keys], axis=1).astype(">u8")  # each id's bytes, NUL-padded
-    return order, first, distinct.view(f"S{8 * len(keys)}").ravel().astype(DOC_TABLE)  # decoded as UTF-8
+    return _codes(order, first), distinct.view(f"S{8 * len(keys)}").ravel().astype(DOC_TABLE)  # decoded as UTF-8
+
+
+def _codes(order: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Each row's index in the distinct table, from the sorting permutation ``order`` and which sorted rows
+    start a new id (``first``)."""
+    codes = np.empty(order.size, dtype=np.int32)
+    codes[order] = np.cumsum(first, dtype=np.int64) - 1
+    return codes
 
 
 def from_columns(

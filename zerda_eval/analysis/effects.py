@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from zerda_eval.analysis.significance import DEFAULT_SEED
+from zerda_eval.analysis.significance import DEFAULT_SEED, bootstrap_means
 
 LEVEL = 0.95
 BOOTSTRAP_RESAMPLES = 2_000
-_VALUES_PER_BATCH = 2_000_000  # resampled values held at once: 16 MB of indices and 16 MB of values
 
 
 def _degenerate(delta: np.ndarray) -> tuple[float, float] | None:
@@ -43,22 +42,6 @@ def t_interval(delta: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
         return fixed
     low, high = t.interval(level, delta.size - 1, loc=delta.mean(), scale=sem(delta))
     return float(low), float(high)
-
-
-def bootstrap_means(deltas: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
-    """The means of ``n_resamples`` resamples with replacement of each row of ``deltas`` (rows x queries),
-    drawn as ``scipy.stats.bootstrap`` draws them for one row (one ``integers(0, n, (n_resamples, n))`` from
-    ``default_rng(seed)``), in row batches shared by every row: rows x resamples."""
-    rows, n = deltas.shape
-    rng = np.random.default_rng(seed)
-    means = np.empty((rows, n_resamples))
-    batch = max(1, _VALUES_PER_BATCH // n)
-    for start in range(0, n_resamples, batch):
-        size = min(batch, n_resamples - start)
-        draws = rng.integers(0, n, (size, n))
-        for row, delta in enumerate(deltas):
-            means[row, start : start + size] = delta[draws].mean(axis=-1)
-    return means
 
 
 def _acceleration(delta: np.ndarray) -> float:

@@ -38,7 +38,8 @@ DEFAULT_TESTS = ("t-test", RANDOMIZATION)
 CORRECTIONS = {"holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh"}  # ours -> statsmodels' name
 FDR = "bh"  # the false-discovery-rate correction every comparison also carries beside the configured one
 T = TypeVar("T")
-_BATCH = 2_000  # permutations (or bootstrap samples) per vectorised batch: bounds memory at batch * n
+_BATCH = 2_000  # permutations per vectorised batch: bounds memory at batch * n
+_VALUES_PER_BATCH = 2_000_000  # resampled values held at once (``bootstrap_means``): 16 MB of indices and 16 of values
 
 
 @dataclass(frozen=True)
@@ -202,6 +203,22 @@ def cohens_d_paired(baseline: np.ndarray, system: np.ndarray) -> float:
     return float(delta.mean() / std)
 
 
+def bootstrap_means(deltas: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
+    """The means of ``n_resamples`` resamples with replacement of each row of ``deltas`` (rows x queries),
+    drawn as ``scipy.stats.bootstrap`` draws them for one row (one ``integers(0, n, (n_resamples, n))`` from
+    ``default_rng(seed)``), in row batches shared by every row: rows x resamples."""
+    rows, n = deltas.shape
+    rng = np.random.default_rng(seed)
+    means = np.empty((rows, n_resamples))
+    batch = max(1, _VALUES_PER_BATCH // n)
+    for start in range(0, n_resamples, batch):
+        size = min(batch, n_resamples - start)
+        draws = rng.integers(0, n, (size, n))
+        for row, delta in enumerate(deltas):
+            means[row, start : start + size] = delta[draws].mean(axis=-1)
+    return means
+
+
 def bootstrap_ci(
     values: np.ndarray, n_resamples: int = 2_000, level: float = 0.95, seed: int = DEFAULT_SEED
 ) -> tuple[float, float]:
@@ -209,11 +226,7 @@ def bootstrap_ci(
     values = np.asarray(values, float)
     if values.size == 0:
         return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    means = np.empty(n_resamples)
-    for start in range(0, n_resamples, _BATCH):
-        size = min(_BATCH, n_resamples - start)
-        means[start : start + size] = values[rng.integers(0, values.size, size=(size, values.size))].mean(axis=1)
+    means = bootstrap_means(values[None, :], n_resamples, seed)[0]
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
     return float(low), float(high)

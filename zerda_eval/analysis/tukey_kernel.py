@@ -3,7 +3,7 @@ under each of a batch of permutations, shuffling every query's row by its own ra
 
 Its own module so that importing ``analysis.tukey`` (every report does) does not import numba. Each
 query's permutation is a Fisher-Yates shuffle whose swap positions come from mixed-radix digits of
-integer codes drawn by a seeded numpy Generator (``tukey._codes``), so the draw is the Generator's and
+integer codes drawn by a seeded numpy Generator (``tukey._monte_carlo_ranges``), so the draw is the Generator's and
 the arithmetic is integer; the means are sums in query order divided by n, the same on every CPU.
 """
 

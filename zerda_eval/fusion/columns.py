@@ -69,8 +69,7 @@ class QueryFusion:
             if row >= 0:
                 starts[i] = self._bases[i] + self._bounds[i][row]
                 stops[i] = self._bases[i] + self._bounds[i][row + 1]
-                if self._norm != "none":
-                    self._values[starts[i] : stops[i]] = normalised(self._scores[starts[i] : stops[i]], self._norm)
+                self._normalise(starts[i], stops[i])
         docs, scores = self._kernel.fuse_query(
             self._code, self._slot, starts, stops, self._docs, self._values, self._weights, self._k, self._bonus,
             self._top_k,
@@ -89,12 +88,9 @@ class QueryFusion:
             found = rows >= 0
             starts[i, found] = run.offsets[rows[found]] + self._bases[i]
             stops[i, found] = run.offsets[rows[found] + 1] + self._bases[i]
-        if self._norm != "none":
-            for base, bounds in zip(self._bases, self._bounds, strict=True):
-                for start, stop in itertools.pairwise(bounds):
-                    self._values[base + start : base + stop] = normalised(
-                        self._scores[base + start : base + stop], self._norm
-                    )
+        for base, bounds in zip(self._bases, self._bounds, strict=True):
+            for start, stop in itertools.pairwise(bounds):
+                self._normalise(base + start, base + stop)
         offsets, docs, scores = self._kernel.fusion_kernel(
             self._code, self.doc_ids.size, starts, stops, self._docs, self._values, self._weights, self._k,
             self._bonus, self._top_k,
@@ -102,6 +98,11 @@ class QueryFusion:
         if not np.isfinite(scores).all():  # the dict path's RunError, word for word
             fuse_runs(self.method, [run.to_dict() for run in self.runs], **self.params)
         return ColumnarRun(query_ids, offsets, docs, scores, self.doc_ids)
+
+    def _normalise(self, start: int, stop: int) -> None:
+        """``values[start:stop]``, one input's ranking of one query, normalised by ``methods.normalised``."""
+        if self._norm != "none":
+            self._values[start:stop] = normalised(self._scores[start:stop], self._norm)
 
     def run(self, fused: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> ColumnarRun:
         """The run of ``{qid: fuse(qid)}`` (queries in the order given)."""

@@ -294,9 +294,7 @@ def trec_columns(path: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndar
     if table is None:
         return None
     docs = table["doc_id"].combine_chunks()
-    order, first, doc_ids = sorted_distinct(docs, str(path))
-    doc_codes = np.empty(order.size, dtype=np.int32)
-    doc_codes[order] = np.cumsum(first, dtype=np.int64) - 1
+    doc_codes, doc_ids = sorted_distinct(docs, str(path))
     query_ids = table["query_id"].chunks[0].dictionary.to_pylist()
     return query_ids, _query_codes(table), doc_ids, doc_codes, table["score"].to_numpy()
 
