@@ -76,6 +76,23 @@ class ColumnarRun(Mapping[str, Ranking]):
     def __repr__(self) -> str:
         return f"ColumnarRun({len(self.query_ids)} queries, {self.docs.size} rows, {self.doc_ids.size} doc ids)"
 
+    def keep(self, rows: np.ndarray) -> ColumnarRun:
+        """The run of the rows where ``rows`` (bool, one a row) is True, each query's kept rows in their order."""
+        if rows.all():
+            return self
+        query = np.repeat(np.arange(len(self.query_ids)), self.lengths())
+        offsets = np.zeros_like(self.offsets)
+        np.cumsum(np.bincount(query[rows], minlength=len(self.query_ids)), out=offsets[1:])
+        return ColumnarRun(self.query_ids, offsets, self.docs[rows], self.scores[rows], self.doc_ids)
+
+    def top(self, k: int) -> ColumnarRun:
+        """Each query's first ``k`` rows."""
+        lengths = self.lengths()
+        if lengths.size == 0 or lengths.max() <= k:
+            return self
+        rank = np.arange(self.docs.size) - np.repeat(self.offsets[:-1], lengths)
+        return self.keep(rank < k)
+
     def to_dict(self) -> Run:
         """The dict ``Run`` ``{qid: [(doc_id, score), ...]}`` (same order), for code that needs one."""
         doc_ids, scores = self.doc_ids[self.docs].tolist(), self.scores.tolist()
@@ -258,8 +275,25 @@ def from_run(run: Mapping[str, Any], duplicates: str | None = None, where: str =
     if isinstance(run, ColumnarRun):
         return run
     rankings = {str(qid): ranking for qid, ranking in run.items()}  # 1 and "1" are one query: the last counts
-    doc_parts, score_parts = [], []
+    builder = RunBuilder(where)
     for qid, ranking in rankings.items():
+        builder.add(qid, ranking)
+    return builder.build(duplicates)
+
+
+class RunBuilder:
+    """A run gathered one query at a time (a grid cell's timed search loop), kept as each query's doc ids and
+    a float64 score array, so no (doc, score) tuple outlives its query; ``build`` checks and orders it as
+    ``from_columns`` does. Each query id is added once."""
+
+    def __init__(self, where: str = "run") -> None:
+        self.where = where
+        self._qids: list[str] = []
+        self._docs: list[Sequence[Any]] = []
+        self._scores: list[np.ndarray] = []
+
+    def add(self, qid: str, ranking: Any) -> None:
+        """Query ``qid``'s ranking, ``[(doc_id, score), ...]`` or ``{doc_id: score}``, in any order."""
         try:
             pairs = ranking.items() if isinstance(ranking, Mapping) else ranking
             docs, scores = zip(*pairs, strict=True) if len(pairs) else ((), ())
@@ -267,15 +301,19 @@ def from_run(run: Mapping[str, Any], duplicates: str | None = None, where: str =
             if np.isnan(values).any() and any(score is None for score in scores):  # numpy reads None as NaN
                 raise TypeError
         except (TypeError, ValueError):
-            raise DataFormatError(bad_ranking_message(where, qid)) from None
-        doc_parts.append(docs)
-        score_parts.append(values)
-    query_ids = list(rankings)
-    lengths = np.fromiter(map(len, doc_parts), dtype=np.int64, count=len(doc_parts))
-    scores = np.concatenate(score_parts) if score_parts else np.zeros(0)
-    doc_codes, doc_ids = _factorize([str(doc_id) for doc_id in chain.from_iterable(doc_parts)])
-    queries = np.repeat(np.arange(len(query_ids), dtype=np.int64), lengths)
-    return from_columns(query_ids, queries, doc_ids, doc_codes, scores, duplicates, where)
+            raise DataFormatError(bad_ranking_message(self.where, qid)) from None
+        self._qids.append(qid)
+        self._docs.append(docs)
+        self._scores.append(values)
+
+    def build(self, duplicates: str | None = None) -> ColumnarRun:
+        """The ``ColumnarRun`` of every query added (in the order added), each in ``TIE_BREAK`` order; a
+        non-finite score or a doc listed twice is ``from_columns``' ``RunError``."""
+        lengths = np.fromiter(map(len, self._docs), dtype=np.int64, count=len(self._docs))
+        scores = np.concatenate(self._scores) if self._scores else np.zeros(0)
+        doc_codes, doc_ids = _factorize([str(doc_id) for doc_id in chain.from_iterable(self._docs)])
+        queries = np.repeat(np.arange(len(self._qids), dtype=np.int64), lengths)
+        return from_columns(self._qids, queries, doc_ids, doc_codes, scores, duplicates, self.where)
 
 
 def bad_ranking_message(where: str, qid: Any) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zerda_eval.columnar import DOC_TABLE, ColumnarRun, from_run, gather, on_one_table
+from zerda_eval.columnar import DOC_TABLE, ColumnarRun, RunBuilder, from_run, gather, on_one_table
 from zerda_eval.errors import DataFormatError, RunError
 from zerda_eval.ranking import doc_key, order_run
 from zerda_eval.store import run_files
@@ -247,3 +247,34 @@ def test_every_row_arrangement_is_put_in_trec_eval_order(tmp_path, arrangement):
     assert trec_table(path) is not None
     assert read_run_columns(path).to_dict() == run_files.read_run(path)
     assert from_run(run).to_dict() == order_run(run)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_run_built_one_query_at_a_time_is_the_run_in_trec_eval_order(seed):
+    run = random_run(seed)  # as the grid's search loop gives it: each query's ranking in any order
+    builder = RunBuilder("cell 'x'")
+    for qid, ranking in run.items():
+        builder.add(qid, dict(ranking) if seed else ranking)
+    assert builder.build().to_dict() == {qid: trec_order(ranking) for qid, ranking in run.items()}
+
+
+def test_a_run_built_one_query_at_a_time_refuses_a_doc_twice_as_the_dict_path_does():
+    builder = RunBuilder("cell 'x'")
+    builder.add("q1", [("a", 1.0)])
+    builder.add("q2", [("a", 1.0), ("b", 0.5), ("a", 0.2)])
+    with pytest.raises(RunError) as dict_path:
+        order_run({"q1": [("a", 1.0)], "q2": [("a", 1.0), ("b", 0.5), ("a", 0.2)]}, where="cell 'x'")
+    with pytest.raises(RunError, match="cell 'x', query 'q2'") as built:
+        builder.build()
+    assert str(built.value) == str(dict_path.value)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("k", [0, 1, 3, 100])
+def test_top_and_keep_take_the_rows_the_lists_would(seed, k):
+    run = random_run(seed)
+    columnar = from_run(run)
+    assert columnar.top(k).to_dict() == {qid: trec_order(ranking)[:k] for qid, ranking in run.items()}
+    odd = np.array([doc in ODD_IDS for doc in columnar.doc_ids[columnar.docs].tolist()])
+    kept = {qid: [pair for pair in trec_order(ranking) if pair[0] not in ODD_IDS] for qid, ranking in run.items()}
+    assert columnar.keep(~odd).to_dict() == kept

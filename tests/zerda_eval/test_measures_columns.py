@@ -46,3 +46,12 @@ def test_a_run_sharing_no_doc_with_the_qrels_scores_zero():
 def test_no_judged_query_gives_empty_values():
     values = evaluate_columns(from_run({"q": [("a", 1.0)]}), {"q": {}}, ["nDCG@10"])
     assert values["nDCG@10"].size == 0 and np.asarray(values["nDCG@10"]).dtype == np.float64
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_evaluate_run_given_a_columnar_run_equals_trec_eval(seed):
+    run, qrels = random_run_and_qrels(seed)  # the grid's cells evaluate ColumnarRuns through evaluate_run
+    values = evaluate_run(from_run(run), qrels, ALL_FAMILIES)
+    for measure in ALL_FAMILIES:
+        reference = trec_eval_values(run, qrels, measure)
+        assert values[measure] == pytest.approx({qid: reference[qid] for qid in qrels}, abs=1e-12, rel=0)

@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.zerda_eval.test_measure_names import judged_rate, trec_eval_value
+from zerda_eval.columnar import from_run
 from zerda_eval.datasets.collection import Collection
 from zerda_eval.evaluation.measures import KERNEL_FAMILIES, evaluate_run, parse_measure
 from zerda_eval.evaluation.tie_aware import EXPECTED, HIGH, LOW, tie_aware_collection, tie_aware_run
@@ -202,3 +203,10 @@ def test_each_cell_records_the_expected_value_and_range_and_the_table_carries_th
         assert [row[f"{name} {bound}"] for bound in (EXPECTED, LOW, HIGH)] == pytest.approx([expected, low, high])
         assert low <= row[name] <= high
     assert high - low > 1e-3  # the check above is not vacuous: this run's ties move the last measure
+
+
+@settings(max_examples=40, deadline=None)
+@given(runs_and_qrels())
+def test_a_columnar_run_has_the_bounds_of_the_same_run_as_lists(case) -> None:
+    run, qrels = case  # the grid's cells hand over ColumnarRuns; brute force above checks the list path
+    assert tie_aware_run(from_run(run), qrels, NAMES) == tie_aware_run(run, qrels, NAMES)

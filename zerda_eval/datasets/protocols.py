@@ -25,8 +25,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from retrieval.core.tokenize import NORMALIZATIONS
 from zerda_eval.checks import check_keys
+from zerda_eval.columnar import ColumnarRun, doc_table
 from zerda_eval.datasets.collection import Collection
 from zerda_eval.datasets.quranqa import OFFICIAL_MEASURES, RUN_DEPTH
 from zerda_eval.errors import ConfigError
@@ -111,10 +114,11 @@ def resolve_options(
     return options
 
 
-def drop_self_hits(
-    run: Mapping[str, Sequence[tuple[str, float]]], collection: Collection
-) -> dict[str, list[tuple[str, float]]]:
+def drop_self_hits(run: ColumnarRun, collection: Collection) -> ColumnarRun:
     """The run without docs whose id equals the query id, when the collection's option asks for it."""
-    if not collection.options.get("ignore_identical_ids"):
-        return {qid: list(ranking) for qid, ranking in run.items()}
-    return {qid: [hit for hit in ranking if hit[0] != qid] for qid, ranking in run.items()}
+    if not collection.options.get("ignore_identical_ids") or not run.docs.size:
+        return run
+    own = doc_table(run.query_ids, "query ids")  # each query's id, looked up in the run's sorted doc table
+    place = np.minimum(np.searchsorted(run.doc_ids, own), max(run.doc_ids.size - 1, 0))
+    self_doc = np.where(run.doc_ids[place] == own, place, -1)
+    return run.keep(run.docs != np.repeat(self_doc, run.lengths()))

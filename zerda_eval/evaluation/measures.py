@@ -130,6 +130,11 @@ def evaluate_run(run: Run, qrels: Qrels, measures: Sequence[str]) -> dict[str, d
     if not judged or not measures:
         return values
     qids = list(judged)
+    if isinstance(run, ColumnarRun):  # no (doc, score) tuple built: a 7,000 x 1,000 run stays arrays
+        table = evaluate_columns(run, judged, measures)
+        for measure in measures:
+            values[measure].update(zip(qids, table[measure].tolist(), strict=True))
+        return values
     rankings = [run.get(qid) or [] for qid in qids]
     whole = any(m.cutoff is None for m in parsed)
     depth = max(map(len, rankings)) if whole else max(m.cutoff or 0 for m in parsed)
@@ -152,20 +157,31 @@ def evaluate_run(run: Run, qrels: Qrels, measures: Sequence[str]) -> dict[str, d
 def evaluate_columns(run: ColumnarRun, qrels: Qrels, measures: Sequence[str]) -> dict[str, np.ndarray]:
     """``evaluate_run`` on a ``ColumnarRun``: per measure, the values of the judged queries (qrels order).
 
-    The run's rows are in ``TIE_BREAK`` order already; each judged (query, doc) pair becomes one int64 key
-    (query position x doc-table size + doc index) and every ranked doc finds its grade by one binary search
-    over the sorted keys, so no Python work is done per ranked document.
+    The run's rows are in ``TIE_BREAK`` order already; ``column_grades`` finds each ranked doc's grade with
+    no Python work per ranked document.
     """
     parsed = [parse_measure(measure) for measure in measures]
     judged = {qid: docs for qid, docs in qrels.items() if docs}
     if not judged or not measures:
         return {measure: np.zeros(len(judged)) for measure in measures}
-    rows = np.array([run.row(qid) for qid in judged], dtype=np.int64)
-    found = rows >= 0
-    starts = np.where(found, run.offsets[:-1][rows], 0)
-    lengths = np.where(found, run.lengths()[rows], 0)
     whole = any(m.cutoff is None for m in parsed)
-    lengths = np.minimum(lengths, max(int(lengths.max()) if whole else max(m.cutoff or 0 for m in parsed), 1))
+    grades, offsets, _ = column_grades(run, judged, None if whole else max(max(m.cutoff or 0 for m in parsed), 1))
+    table = grades_table(grades, offsets, list(judged.values()), parsed)
+    return dict(zip(measures, table, strict=True))
+
+
+def column_grades(
+    run: ColumnarRun, judged: Mapping[str, Mapping[str, int]], depth: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rankings of the ``judged`` queries (in that order; a query the run lacks is empty), each cut at
+    ``depth`` (None: whole), as each ranked doc's grade (NaN: unjudged), per-query offsets, and each row's
+    position in the run's arrays. Each judged (query, doc) pair becomes one int64 key (query position x
+    doc-table size + doc index) and every ranked doc finds its grade by one binary search over the sorted keys."""
+    rows = np.array([run.row(qid) for qid in judged], dtype=np.int64)  # -1: not in the run, an empty ranking
+    starts = run.offsets[rows]  # row -1 reads the last offset and the 0 appended to the lengths
+    lengths = np.append(run.lengths(), 0)[rows]
+    if depth is not None:
+        lengths = np.minimum(lengths, depth)
     offsets = _offsets(lengths, len(judged))
     position = np.repeat(starts - offsets[:-1], lengths) + np.arange(int(offsets[-1]))
     width = max(run.doc_ids.size, 1)
@@ -173,9 +189,7 @@ def evaluate_columns(run: ColumnarRun, qrels: Qrels, measures: Sequence[str]) ->
     ranked = np.repeat(np.arange(len(judged), dtype=np.int64), lengths) * width + run.docs[position]
     at = np.minimum(np.searchsorted(keys, ranked), max(keys.size - 1, 0))
     hit = keys[at] == ranked if keys.size else np.zeros(ranked.size, dtype=bool)
-    ranked_grades = np.where(hit, grades[at] if keys.size else 0.0, np.nan)
-    table = grades_table(ranked_grades, offsets, list(judged.values()), parsed)
-    return dict(zip(measures, table, strict=True))
+    return np.where(hit, grades[at] if keys.size else 0.0, np.nan), offsets, position
 
 
 def _judged_keys(doc_ids: np.ndarray, judgements: Any, width: int) -> tuple[np.ndarray, np.ndarray]:

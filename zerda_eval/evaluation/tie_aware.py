@@ -55,11 +55,13 @@ from typing import Any
 
 import numpy as np
 
+from zerda_eval.columnar import ColumnarRun
 from zerda_eval.evaluation.measures import (
     ANSWERABLE_PREFIX,
     Measure,
     Qrels,
     aggregate_values,
+    column_grades,
     grades_table,
     parse_measure,
 )
@@ -112,7 +114,7 @@ def tie_aware_run(run: Run, qrels: Qrels, measures: Sequence[str]) -> dict[str, 
     out = {bound: {measure: dict.fromkeys(qids, 0.0) for measure in measures} for bound in BOUNDS}
     if not qids or not measures:
         return out
-    ties = _ties([run.get(qid) or [] for qid in qids], [judged[qid] for qid in qids])
+    ties = _ties(*_flat_grades(run, judged))
     judgements = [judged[qid] for qid in qids]
     key = np.where(np.isnan(ties.grades), -np.inf, ties.grades)
     best = grades_table(ties.grades[np.lexsort((-key, ties.group))], ties.offsets, judgements, parsed)
@@ -163,19 +165,32 @@ def tie_range(row: Mapping[str, Any], measure: str) -> float:
     return float(row.get(f"{measure} {HIGH}", math.nan)) - float(row.get(f"{measure} {LOW}", math.nan))
 
 
-def _ties(rankings: Sequence[Sequence[tuple[str, float]]], judgements: Sequence[Mapping[str, int]]) -> _Ties:
-    """The rankings (each in score order, a doc once) as flat arrays with their tie groups."""
-    ranked = [ranked_arrays(ranking) for ranking in rankings]
+def _flat_grades(run: Run, judged: Mapping[str, Mapping[str, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rankings of the ``judged`` queries (each in score order, a doc once, whole) as flat arrays: each
+    ranked doc's grade (NaN: unjudged), its score, per-query offsets; a ``ColumnarRun`` by
+    ``measures.column_grades``, with no (doc, score) tuple built."""
+    if isinstance(run, ColumnarRun):
+        grades, offsets, position = column_grades(run, judged)
+        return grades, run.scores[position], offsets
+    ranked = [ranked_arrays(run.get(qid) or []) for qid in judged]
     lengths = np.fromiter((len(ids) for ids, _ in ranked), dtype=np.int64, count=len(ranked))
     offsets = np.concatenate(([0], np.cumsum(lengths)))
-    total = int(offsets[-1])
     nan = float("nan")
     grades = np.fromiter(
-        chain.from_iterable((docs.get(d, nan) for d in ids) for (ids, _), docs in zip(ranked, judgements, strict=True)),
+        chain.from_iterable(
+            (docs.get(d, nan) for d in ids) for (ids, _), docs in zip(ranked, judged.values(), strict=True)
+        ),
         dtype=np.float64,
-        count=total,
+        count=int(offsets[-1]),
     )
-    scores = np.concatenate([scores for _, scores in ranked]) if total else np.zeros(0)
+    scores = np.concatenate([scores for _, scores in ranked]) if ranked else np.zeros(0)
+    return grades, scores, offsets
+
+
+def _ties(grades: np.ndarray, scores: np.ndarray, offsets: np.ndarray) -> _Ties:
+    """Flat rankings (``_flat_grades``) with their tie groups."""
+    total = int(offsets[-1])
+    lengths = np.diff(offsets)
     query = np.repeat(np.arange(lengths.size), lengths)
     starts_group = np.ones(total, dtype=bool)
     starts_group[1:] = (scores[1:] != scores[:-1]) | (query[1:] != query[:-1])

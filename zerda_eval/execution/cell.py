@@ -27,6 +27,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from zerda_eval.columnar import ColumnarRun, RunBuilder, from_run
 from zerda_eval.config.experiment import CellSpec
 from zerda_eval.config.reranks import RERANK
 from zerda_eval.config.tuning import TUNED
@@ -52,7 +53,7 @@ from zerda_eval.execution.rerank import MODEL_LOAD_KEY, reranked_run
 from zerda_eval.execution.tuned_fusion import Judged, tuned_fusion_run
 from zerda_eval.execution.tuning import train_overlap, tuned_run
 from zerda_eval.hashing import canonical_json
-from zerda_eval.ranking import Run, order_run
+from zerda_eval.ranking import Ranking, Run
 from zerda_eval.store.build_costs import (
     COUNTED_ONCE_KEY,
     SHARED_KEY,
@@ -117,7 +118,7 @@ def _compute(
     force: bool,
     progress: bool,
     systems: Mapping[str, Any],
-) -> tuple[dict[str, Any], Run, str]:
+) -> tuple[dict[str, Any], ColumnarRun, str]:
     collection, qids = load_cell_collection(cell.config["dataset"])
     queries = {qid: collection.queries[qid] for qid in qids}
     with rebuilding_caches(force), counting_builds() as costs:
@@ -253,7 +254,7 @@ def _search(
     cache_dir: Path | None,
     progress: bool,
     systems: Mapping[str, Any],
-) -> tuple[Run, Efficiency, dict]:
+) -> tuple[Mapping[str, Ranking], Efficiency, dict]:
     """Index and search, timed; the per-query latencies (ms) go into the stats for fusions to add up."""
     from zerda_eval.systems import build_system
 
@@ -267,16 +268,18 @@ def _search(
     if not system.timed:  # a run file: its rankings were computed elsewhere, their cost is unknown
         run = system.search(queries, depth)
         return run, not_measured(), {**system.stats, LATENCY_KEY: None}
-    run, latencies = {}, {}
+    run, latencies = RunBuilder(f"cell {cell.label!r}"), {}
     with query_thread_limits() as threads:
         if queries:
             first = next(iter(queries))
             system.search({first: queries[first]}, depth)  # warm-up, not timed
         for qid, text in tqdm(queries.items(), desc=cell.label, unit="q", leave=False, disable=not progress):
             start = time.perf_counter()
-            run.update(system.search({qid: text}, depth))
+            found = system.search({qid: text}, depth)
             latencies[qid] = time.perf_counter() - start
+            run.add(qid, found.get(qid, []))  # as arrays: no (doc, score) tuple outlives its query
     system.after_search()  # untimed: e.g. an approximate index's recall against exact search
+    run = run.build()
     efficiency = Efficiency.from_timings(index_time, list(latencies.values()), memory.increment_mb())
     stats = {
         **system.stats,
@@ -356,13 +359,11 @@ def _latency_s(result: Mapping[str, Any], qid: str) -> float:
     return math.nan if latencies is None else latencies.get(qid, 0.0) / 1000.0
 
 
-def _finish_run(run: Mapping[str, list], collection: Any, depth: int, where: str = "run") -> Run:
-    """Protocol rules, then the tie-break order, then the cut: self-hits dropped, run depth of the dataset.
-
-    A doc listed twice is an error naming ``where`` and the query (a family that allows it applied its
-    ``duplicates`` policy already)."""
+def _finish_run(run: Mapping[str, Any], collection: Any, depth: int, where: str = "run") -> ColumnarRun:
+    """The run as arrays in the tie-break order (``columnar.from_run``: a doc listed twice is an error naming
+    ``where`` and the query; a family that allows it applied its ``duplicates`` policy already), then the
+    protocol rules (self-hits dropped), then the cut at the run depth of the dataset."""
     from zerda_eval.datasets.protocols import drop_self_hits
 
     cut = min(depth, collection.options.get("run_depth", depth))
-    kept = drop_self_hits(run, collection)
-    return {qid: ranking[:cut] for qid, ranking in order_run(kept, None, where).items()}
+    return drop_self_hits(from_run(run, None, where), collection).top(cut)

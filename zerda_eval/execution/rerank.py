@@ -36,7 +36,7 @@ from zerda_eval.evaluation.efficiency import (
     query_thread_limits,
 )
 from zerda_eval.ranking import Ranking, Run
-from zerda_eval.store.run_dir import load_result, read_cell_run
+from zerda_eval.store.run_dir import load_result, read_cell_columns
 
 MODEL_LOAD_KEY = "model_load_s"
 
@@ -51,7 +51,7 @@ def reranked_run(
     source = load_result(output_dir, input_id)
     if source is None:
         raise RunError(f"rerank {cell.label!r}: input cell {input_id} has no finished run; rerun without --only")
-    candidates = read_cell_run(output_dir, input_id)
+    candidates = read_cell_columns(output_dir, input_id)  # arrays; a query's list is built when it is reranked
     memory = RssWindow()
     model, load_s = _load_model(cell.label, params, spec["model_sha256"])
     texts = dict(zip(collection.doc_ids, collection.texts, strict=True))

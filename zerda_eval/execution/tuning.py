@@ -28,11 +28,11 @@ from typing import Any
 import numpy as np
 
 from retrieval.core.tokenize import normalize_arabic
+from zerda_eval.columnar import ColumnarRun, doc_table, gather, on_one_table
 from zerda_eval.config.experiment import CellSpec
 from zerda_eval.errors import RunError
 from zerda_eval.evaluation.efficiency import PEAK_COLUMN, Efficiency, figure, largest, not_measured, row_costs
-from zerda_eval.ranking import Run
-from zerda_eval.store.run_dir import load_result, read_cell_per_query, read_cell_run
+from zerda_eval.store.run_dir import load_result, read_cell_columns, read_cell_per_query
 
 WORD = re.compile(r"\w+")  # the seed tokenizer's runs without its two-character minimum
 
@@ -76,7 +76,7 @@ def best_variant(values: Sequence[Mapping[str, float]], qids: Sequence[str]) -> 
 
 def tuned_run(
     cell: CellSpec, output_dir: Path, queries: Mapping[str, str], train_queries: Mapping[str, str]
-) -> tuple[Run, Efficiency, dict[str, Any]]:
+) -> tuple[ColumnarRun, Efficiency, dict[str, Any]]:
     """The tuned cell's run over ``queries`` (id -> text), its efficiency and ``stats["tuning"]`` (the
     choice per fold). ``train_queries``: the train split's evaluated queries (empty without one)."""
     qids = list(queries)
@@ -106,9 +106,11 @@ def tuned_run(
             chosen = best_variant(values, others)
             picks.update(dict.fromkeys(held_out, chosen))
             choices.append(_choice(fold, labels[chosen], values, chosen, others, len(held_out)))
-    runs = {index: read_cell_run(output_dir, inputs[index]) for index in sorted(set(picks.values()))}
-    run = {qid: runs[index].get(qid, []) for qid, index in picks.items()}
-    cells = [inputs[index] for index in sorted(set(picks.values()))]
+    answering = sorted(set(picks.values()))
+    runs = on_one_table([read_cell_columns(output_dir, inputs[index]) for index in answering])  # one doc table
+    by_index = dict(zip(answering, runs, strict=True))
+    run = gather([(by_index[index], qid) for qid, index in picks.items()], runs[0].doc_ids if runs else doc_table([]))
+    cells = [inputs[index] for index in answering]
     stats = tuning_stats(measure, tuning, choices, cells, left_out, folds)
     return run, _efficiency(results, picks, qids), stats | {"latency_ms": _latencies(results, picks)}
 

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from zerda_eval.datasets import load_collection
+from zerda_eval.columnar import from_run
 from zerda_eval.datasets.protocols import drop_self_hits
 from zerda_eval.errors import ConfigError
 
@@ -51,8 +52,8 @@ def test_cranfield_query_ids_are_ordinals_not_dot_i_numbers(shared):
 def test_self_hits_dropped_only_when_the_option_is_on():
     scifact = load_collection("beir/scifact/test")
     vaswani = load_collection("vaswani")
-    run = {"1": [("1", 9.0), ("31715818", 8.0)], "3": [("7", 1.0)]}
-    assert drop_self_hits(run, scifact) == {"1": [("31715818", 8.0)], "3": [("7", 1.0)]}
+    run = from_run({"1": [("1", 9.0), ("31715818", 8.0)], "3": [("7", 1.0)], "7": [("3", 2.0), ("7", 2.0)]})
+    assert drop_self_hits(run, scifact).to_dict() == {"1": [("31715818", 8.0)], "3": [("7", 1.0)], "7": [("3", 2.0)]}
     assert drop_self_hits(run, vaswani) == run
     off = load_collection("beir/scifact/test", ignore_identical_ids=False)
     assert drop_self_hits(run, off) == run and off.options["ignore_identical_ids"] is False
