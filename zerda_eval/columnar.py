@@ -346,3 +346,11 @@ def gather(parts: Sequence[tuple[ColumnarRun, str]], doc_ids: np.ndarray) -> Col
         docs[start : start + last - first] = run.docs[first:last]
         scores[start : start + last - first] = run.scores[first:last]
     return ColumnarRun([qid for _, qid in parts], offsets, docs, scores, doc_ids)
+
+
+def assemble(parts: Sequence[tuple[ColumnarRun, str]]) -> ColumnarRun:
+    """``gather`` of runs that may index different doc tables: the distinct runs are put on one table first."""
+    distinct = list({id(run): run for run, _ in parts}.values())
+    tabled = dict(zip(map(id, distinct), on_one_table(distinct), strict=True))
+    table = tabled[id(distinct[0])].doc_ids if distinct else doc_table([])
+    return gather([(tabled[id(run)], qid) for run, qid in parts], table)

@@ -17,7 +17,6 @@ from zerda_eval.errors import ConfigError
 from zerda_eval.execution import tuned_fusion
 from zerda_eval.execution.tuning import assign_folds
 from zerda_eval.fusion import fuse_runs
-from zerda_eval.fusion.methods import wsum_grid
 from zerda_eval.fusion.simplex import simplex_weights
 from zerda_eval.store.run_dir import load_result, read_cell_run
 
@@ -319,15 +318,6 @@ def test_simplex_weights_are_every_step_vector_summing_to_one():
 def test_a_learned_fusion_cannot_be_fused_without_training_queries():
     with pytest.raises(ConfigError, match="tuned"):
         fuse_runs("ltr", [{"q": [("d", 1.0)]}, {"q": [("d", 2.0)]}])
-
-
-@pytest.mark.parametrize("score_norm", ["min-max", "z-score", "none"])
-def test_the_weight_grid_path_equals_fuse_runs_per_weight_vector(score_norm):
-    runs = [RUNS["a"], RUNS["b"], {q: r[:3] for q, r in RUNS["c"].items() if q != "q0"}]
-    vectors = [*simplex_weights(3, 0.25), None]
-    grid = wsum_grid(runs, vectors, score_norm, top_k=4)
-    for weights, fused in zip(vectors, grid, strict=True):
-        assert fused == fuse_runs("wsum", runs, weights=weights, score_norm=score_norm, top_k=4)
 
 
 def test_a_simplex_weight_axis_counts_as_its_vectors_against_max_cells():

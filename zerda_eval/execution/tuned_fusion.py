@@ -6,12 +6,14 @@ queries (the other folds, or the train split's queries), each input's grid point
 mean ``[tuning].measure`` (``tuning.best_variant``; an untuned input has one), then the fusion's grid
 point by the mean of its fused run over those same queries, fused from the chosen inputs' runs (a
 learned fusion is fitted on those queries and scored on them). The fold's held-out queries are then
-answered by that combination. Nothing retrieves again: the input cells' runs are read from their files
-and fused in memory with ``fusion.fuse_runs`` (``fusion.ltr`` for a learned one), the grid's own code.
+answered by that combination. Nothing retrieves again: the input cells' runs are read from their files as
+``ColumnarRun``s and fused in memory with ``fusion.columns.fuse_columns`` (``fuse_runs``' numbers to the bit;
+``fusion.ltr`` for a learned one), the grid's own code, so a grid point costs one compiled call at depth 1,000.
 
-Efficiency: per query, the chosen inputs' latencies summed plus the fusing step's own time (timed
-per held-out query); index time, the system cells under the chosen cells, each once (a shared store
-entry once: ``efficiency.row_costs``); peak RSS increment, the largest of them.
+Efficiency: per query, the chosen inputs' latencies summed plus the fusing step's own time (timed per
+held-out query as the fusion cell times it: ``QueryFusion.fuse`` for a kernel method); index time, the
+system cells under the chosen cells, each once (a shared store entry once: ``efficiency.row_costs``); peak
+RSS increment, the largest of them.
 """
 
 from __future__ import annotations
@@ -23,16 +25,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zerda_eval.columnar import ColumnarRun, assemble, from_run, gather, on_one_table
 from zerda_eval.config.experiment import CellSpec
 from zerda_eval.errors import RunError
 from zerda_eval.evaluation.efficiency import PEAK_COLUMN, Efficiency, figure, largest, not_measured, row_costs
 from zerda_eval.execution.tuning import assign_folds, best_variant, finished_result, train_overlap, tuning_stats
+from zerda_eval.fusion.columns import KERNEL_METHODS, QueryFusion, fuse_columns
 from zerda_eval.fusion.ltr import fit_ltr, ltr_fuse, training_set
-from zerda_eval.fusion.methods import LEARNED_METHODS, fuse_runs, wsum_grid
+from zerda_eval.fusion.methods import LEARNED_METHODS
 from zerda_eval.ranking import Run
-from zerda_eval.store.run_dir import read_cell_per_query, read_cell_run
+from zerda_eval.store.run_dir import read_cell_columns, read_cell_per_query
 
-Combiner = Callable[[Sequence[Run], Mapping[str, str]], Run]  # (input runs, query texts) -> fused run
+Combiner = Callable[[Sequence[ColumnarRun], Mapping[str, str]], ColumnarRun]  # (inputs, query texts) -> fused
 
 
 @dataclass(frozen=True)
@@ -55,18 +59,18 @@ class _Stage:
     labels: list[str]
     results: list[dict[str, Any]]
     values: list[Mapping[str, float]]
-    read: dict[int, Run] = field(default_factory=dict)
+    read: dict[int, ColumnarRun] = field(default_factory=dict)
 
-    def run(self, index: int) -> Run:
+    def run(self, index: int) -> ColumnarRun:
         """The run of grid cell ``index``."""
         if index not in self.read:
-            self.read[index] = read_cell_run(self.output_dir, self.cell_ids[index])
+            self.read[index] = read_cell_columns(self.output_dir, self.cell_ids[index])
         return self.read[index]
 
 
 def tuned_fusion_run(
     cell: CellSpec, output_dir: Path, test: Judged, train: Judged | None
-) -> tuple[Run, Efficiency, dict[str, Any]]:
+) -> tuple[ColumnarRun, Efficiency, dict[str, Any]]:
     """The tuned fusion cell's run over ``test.queries``, its efficiency and ``stats["tuning"]``."""
     config = cell.config
     tuning, fusion = config["tuned"]["tuning"], config["tuned"]["fusion"]
@@ -91,17 +95,16 @@ def tuned_fusion_run(
             (f, [q for q in qids if dealt[q] != f], [q for q in qids if dealt[q] == f], stages, test)
             for f in range(tuning["folds"])
         ]
-    run: Run = {}
+    answered: list[tuple[ColumnarRun, str]] = []  # each held-out query, with its fold's fused run
     fusing_s: dict[str, float] = {}
     picks: dict[str, list[int]] = {}
     choices = []
     for fold, on, held_out, choosing, judged in folds:
         inputs, variant, combiner, mean = choose(choosing, fusion, judged, on, config["seed"], cell.label)
-        chosen_runs = [_only(stage.run(index), held_out) for stage, index in zip(stages, inputs, strict=True)]
-        for qid in held_out:
-            start = time.perf_counter()
-            run[qid] = combiner([{qid: r.get(qid, [])} for r in chosen_runs], test.queries).get(qid, [])
-            fusing_s[qid] = time.perf_counter() - start
+        chosen = on_one_table([_only(stage.run(index), held_out) for stage, index in zip(stages, inputs, strict=True)])
+        params = fusion["variants"][variant]["params"]
+        fused = _fused_one_by_one(fusion["method"], params, combiner, chosen, held_out, test, fusing_s)
+        answered += [(fused, qid) for qid in held_out]
         picks.update(dict.fromkeys(held_out, inputs))
         choices.append(
             {
@@ -117,6 +120,7 @@ def tuned_fusion_run(
     cells = [config["input_stages"][s][index] for s, index in used]
     stats = tuning_stats(measure, tuning, choices, cells, left_out, dealt)
     latencies = _latencies(stages, picks, fusing_s)
+    run = assemble(answered)
     return run, _efficiency(stages, used, latencies, qids), stats | {"latency_ms": latencies}
 
 
@@ -128,15 +132,11 @@ def choose(
     Returns the chosen input indices, the chosen fusion variant, its combiner and its mean on ``on``.
     """
     inputs = [best_variant(stage.values, on) for stage in stages]
-    runs = [_only(stage.run(index), on) for stage, index in zip(stages, inputs, strict=True)]
+    runs = on_one_table([_only(stage.run(index), on) for stage, index in zip(stages, inputs, strict=True)])
     combiners = [
         fitted_combiner(fusion["method"], v["params"], runs, judged, on, seed, where) for v in fusion["variants"]
     ]
-    if fusion["method"] == "wsum":  # a weight grid: each query's score matrix built once (same numbers)
-        fused = _wsum_variants(runs, [variant["params"] for variant in fusion["variants"]])
-    else:
-        fused = [combiner(runs, judged.queries) for combiner in combiners]
-    values = [judged.evaluate(run) for run in fused]
+    values = [judged.evaluate(combiner(runs, judged.queries)) for combiner in combiners]
     chosen = best_variant(values, on)
     mean = sum(values[chosen].get(q, 0.0) for q in on) / len(on)
     return inputs, chosen, combiners[chosen], mean
@@ -145,7 +145,7 @@ def choose(
 def fitted_combiner(
     method: str,
     params: Mapping[str, Any],
-    runs: Sequence[Run],
+    runs: Sequence[ColumnarRun],
     judged: Judged,
     on: Sequence[str],
     seed: int,
@@ -153,25 +153,48 @@ def fitted_combiner(
 ) -> Combiner:
     """The fusion of ``method`` with ``params`` as a function of the input runs; a learned one is fitted
     here on the queries ``on`` of ``judged`` (and only those)."""
-    options = {key: value for key, value in params.items() if key != "method"}
+    options = _options(params)
     if method not in LEARNED_METHODS:
-        return lambda inputs, _queries: fuse_runs(method, inputs, **options)
+        return lambda inputs, _queries: fuse_columns(method, inputs, **options)
     features, labels = training_set(runs, judged.queries, judged.relevant, on)
     estimator = fit_ltr(options["model"], features, labels, seed, f"tuned row {where!r}")
-    return lambda inputs, queries: ltr_fuse(estimator, inputs, queries, options["top_k"])
+    return lambda inputs, queries: from_run(ltr_fuse(estimator, inputs, queries, options["top_k"]))
 
 
-def _wsum_variants(runs: Sequence[Run], variants: Sequence[Mapping[str, Any]]) -> list[Run]:
-    """``fuse_runs("wsum", runs, **params)`` of each variant, through ``wsum_grid`` per (score_norm, top_k)."""
-    fused: list[Run | None] = [None] * len(variants)
-    groups: dict[tuple, list[int]] = {}
-    for index, params in enumerate(variants):
-        groups.setdefault((params["score_norm"], params["top_k"]), []).append(index)
-    for (score_norm, top_k), indices in groups.items():
-        grid = wsum_grid(runs, [variants[i]["weights"] for i in indices], score_norm, top_k)
-        for index, run in zip(indices, grid, strict=True):
-            fused[index] = run
-    return [run for run in fused if run is not None]
+def _fused_one_by_one(
+    method: str,
+    params: Mapping[str, Any],
+    combiner: Combiner,
+    runs: Sequence[ColumnarRun],
+    qids: Sequence[str],
+    test: Judged,
+    seconds: dict[str, float],
+) -> ColumnarRun:
+    """The queries ``qids`` of ``runs`` (on one doc table) fused one at a time, each timed into ``seconds`` as
+    the grid's fusion cell times a query: ``QueryFusion.fuse`` for a kernel method (one untimed call first:
+    numba's first call), else the combiner on that query's rankings alone, gathered before its timer starts."""
+    if method in KERNEL_METHODS:
+        fusion = QueryFusion(method, runs, **_options(params))
+        if qids:
+            fusion.fuse(qids[0])
+        fused = {}
+        for qid in qids:
+            start = time.perf_counter()
+            fused[qid] = fusion.fuse(qid)
+            seconds[qid] = time.perf_counter() - start
+        return fusion.run(fused)
+    parts = []
+    for qid in qids:
+        alone = [gather([(run, qid)], run.doc_ids) for run in runs]
+        start = time.perf_counter()
+        parts.append(combiner(alone, test.queries))
+        seconds[qid] = time.perf_counter() - start
+    return assemble(list(zip(parts, qids, strict=True)))
+
+
+def _options(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A fusion variant's parameters without its method."""
+    return {key: value for key, value in params.items() if key != "method"}
 
 
 def _stage(output_dir: Path, cell: CellSpec, cell_ids: Sequence[str], measure: str) -> _Stage:
@@ -185,9 +208,9 @@ def _stage(output_dir: Path, cell: CellSpec, cell_ids: Sequence[str], measure: s
     )
 
 
-def _only(run: Run, qids: Sequence[str]) -> Run:
-    """``run`` restricted to ``qids`` (a query the run lacks gets an empty ranking)."""
-    return {qid: run.get(qid, []) for qid in qids}
+def _only(run: ColumnarRun, qids: Sequence[str]) -> ColumnarRun:
+    """``run`` restricted to ``qids``, in that order (a query the run lacks gets an empty ranking)."""
+    return gather([(run, qid) for qid in qids], run.doc_ids)
 
 
 def _latencies(

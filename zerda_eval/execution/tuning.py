@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from retrieval.core.tokenize import normalize_arabic
-from zerda_eval.columnar import ColumnarRun, doc_table, gather, on_one_table
+from zerda_eval.columnar import ColumnarRun, assemble
 from zerda_eval.config.experiment import CellSpec
 from zerda_eval.errors import RunError
 from zerda_eval.evaluation.efficiency import PEAK_COLUMN, Efficiency, figure, largest, not_measured, row_costs
@@ -107,9 +107,8 @@ def tuned_run(
             picks.update(dict.fromkeys(held_out, chosen))
             choices.append(_choice(fold, labels[chosen], values, chosen, others, len(held_out)))
     answering = sorted(set(picks.values()))
-    runs = on_one_table([read_cell_columns(output_dir, inputs[index]) for index in answering])  # one doc table
-    by_index = dict(zip(answering, runs, strict=True))
-    run = gather([(by_index[index], qid) for qid, index in picks.items()], runs[0].doc_ids if runs else doc_table([]))
+    runs = {index: read_cell_columns(output_dir, inputs[index]) for index in answering}
+    run = assemble([(runs[index], qid) for qid, index in picks.items()])
     cells = [inputs[index] for index in answering]
     stats = tuning_stats(measure, tuning, choices, cells, left_out, folds)
     return run, _efficiency(results, picks, qids), stats | {"latency_ms": _latencies(results, picks)}

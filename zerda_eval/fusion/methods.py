@@ -233,29 +233,6 @@ def _combination(
     return dict(zip(docs, fused.tolist(), strict=True))
 
 
-def wsum_grid(
-    runs: Sequence[Mapping[str, Ranking]],
-    weight_vectors: Sequence[Sequence[float] | None],
-    score_norm: str,
-    top_k: int | None = None,
-) -> list[Run]:
-    """``fuse_runs("wsum", runs, weights=w, score_norm=score_norm, top_k=top_k)`` for each ``w`` of
-    ``weight_vectors``, each query's score matrix built once: a tuned fusion scores a weight grid on many
-    queries (``execution.tuned_fusion``)."""
-    vectors = [list(w) if w is not None else [1.0] * len(runs) for w in weight_vectors]
-    for weights in vectors:
-        resolve_fusion_params("wsum", {"weights": weights, "score_norm": score_norm, "top_k": top_k}, "wsum_grid")
-        if len(weights) != len(runs):
-            raise ConfigError(f"wsum_grid: {len(weights)} weights for {len(runs)} input runs; give one per run")
-    runs = ordered_inputs(runs, "wsum_grid")
-    fused: list[Run] = [{} for _ in vectors]
-    for qid in dict.fromkeys(qid for run in runs for qid in run):
-        docs, matrix, present = score_matrix([list(run.get(qid, [])) for run in runs], score_norm)
-        for run, weights in zip(fused, vectors, strict=True):
-            run[qid] = sort_ranking(_combination("wsum", docs, matrix, present, weights).items(), top_k)
-    return fused
-
-
 def zerda_scores(
     rankings: list[Ranking],
     weights: Sequence[float],
