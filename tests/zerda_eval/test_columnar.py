@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zerda_eval.columnar import DOC_TABLE, ColumnarRun, RunBuilder, from_run, gather, on_one_table
+from zerda_eval.columnar import DOC_TABLE, ColumnarRun, RunBuilder, assemble, from_run, gather, on_one_table
 from zerda_eval.errors import DataFormatError, RunError
 from zerda_eval.ranking import doc_key, order_run
 from zerda_eval.store import run_files
@@ -127,6 +127,15 @@ def test_gather_takes_each_query_from_its_run():
     a, b = on_one_table([first, second])
     picked = gather([(a, "q3"), (b, "q1"), (b, "absent")], a.doc_ids)
     assert picked.to_dict() == {"q3": first["q3"], "q1": second["q1"], "absent": []}
+
+
+def test_assemble_takes_each_query_from_runs_on_different_tables():
+    first, second = from_run(random_run(1)), from_run({"q1": [("only-here", 2.0), ("d1", 1.0)]})
+    assert "only-here" not in first.doc_ids.tolist()  # two tables, merged by assemble
+    picked = assemble([(first, "q3"), (second, "q1"), (first, "q2"), (second, "absent")])
+    assert list(picked) == ["q3", "q1", "q2", "absent"]
+    assert picked.to_dict() == {"q3": first["q3"], "q1": second["q1"], "q2": first["q2"], "absent": []}
+    assert assemble([]).to_dict() == {}
 
 
 def write_trec(path, run, sep=" ", end="\n", extra="") -> None:
