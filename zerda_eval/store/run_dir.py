@@ -187,20 +187,20 @@ def format_trec(run: Mapping[str, Ranking], tag: str = RUN_TAG) -> str:
     order is trec_eval's own (score descending, then doc id descending), so trec_eval, which ignores
     the rank column and sorts by score itself, evaluates the file on the ranking the harness did.
     """
-    return "".join(trec_chunks(run, tag))
+    return "".join(_trec_chunks(run, tag))
 
 
 def write_trec_gz(path: Path, run: Mapping[str, Ranking], tag: str = RUN_TAG) -> str:
     """Write ``format_trec(run, tag)`` gzipped to ``path`` (atomically) and return the SHA-256 of its bytes.
 
     Level ``GZIP_LEVEL``, mtime 0 and no file name in the header, so a run gives the same bytes in every
-    process. The text goes to zlib ``CHUNK_ROWS`` lines at a time (``trec_chunks``): a 7,000 x 1,000 run
+    process. The text goes to zlib ``CHUNK_ROWS`` lines at a time (``_trec_chunks``): a 7,000 x 1,000 run
     never exists as one string (about 1 GB of Python text).
     """
     digest = hashlib.sha256()
     compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS, GZIP_MEM_LEVEL)
     with replaced_atomically(Path(path)) as tmp, tmp.open("wb") as handle:
-        for text in trec_chunks(run, tag):
+        for text in _trec_chunks(run, tag):
             block = compressor.compress(text.encode("utf-8"))
             handle.write(block)
             digest.update(block)
@@ -210,7 +210,7 @@ def write_trec_gz(path: Path, run: Mapping[str, Ranking], tag: str = RUN_TAG) ->
     return digest.hexdigest()
 
 
-def trec_chunks(run: Mapping[str, Ranking], tag: str = RUN_TAG) -> Iterator[str]:
+def _trec_chunks(run: Mapping[str, Ranking], tag: str = RUN_TAG) -> Iterator[str]:
     """``format_trec``'s text in pieces of whole queries, about ``CHUNK_ROWS`` lines each. A ``ColumnarRun``
     is read from its arrays a piece at a time (doc ids and scores of those rows only), never row by row."""
     if isinstance(run, ColumnarRun):
