@@ -3,7 +3,7 @@
 A ranking is ``[(doc_id, score), ...]`` best first; a run is ``{query_id: ranking}``. Every run the
 harness ranks, writes, fuses or evaluates is put in ONE order first (``TIE_BREAK``): score descending,
 then doc id DESCENDING compared as UTF-8 bytes, the order trec_eval's ``comp_sim_docno`` sorts by
-(``strcmp(docno2, docno1)``), so a cell's ``run.trec`` given to trec_eval (or pytrec_eval, ir_measures)
+(``strcmp(docno2, docno1)``), so a cell's ``run.trec.gz`` given to trec_eval (or pytrec_eval, ir_measures)
 gives the cell's numbers. UTF-8 byte order is code point order, but ``doc_key`` compares the bytes
 as trec_eval does, so nothing rests on that. A container's order (a dict's keys, a file's lines) is
 never a rank. A document listed twice in one ranking is an error unless a ``duplicates`` policy says

@@ -8,10 +8,13 @@ output left behind.
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from zerda_eval.store.run_dir import PER_QUERY_FILE, RUN_FILE
 
 DOCS = {
     "d1": "The fennec fox lives in the Sahara desert and sleeps in sand dunes by day.",
@@ -25,6 +28,7 @@ DOCS = {
 }
 QUERIES = {"q1": "fennec fox ears", "q2": "water in the desert oasis", "q3": "why are desert nights cold"}
 QRELS = {"q1": {"d6": 2, "d1": 1}, "q2": {"d3": 2, "d7": 1, "d2": 1}, "q3": {"d5": 2}}
+RUN_AND_PER_QUERY = (RUN_FILE, PER_QUERY_FILE)  # a cell's files result.json seals
 TIMING_COLUMNS = {
     "index_time_s",
     "index_build_s",
@@ -136,7 +140,7 @@ def unfinished_cells(output_dir: Path) -> list[str]:
         except (OSError, ValueError):
             leftovers.append(cell)
         else:
-            assert (cell / "run.trec").is_file() and (cell / "per_query.csv").is_file(), cell
+            assert all((cell / name).is_file() for name in RUN_AND_PER_QUERY), cell
     return sorted(str(p.relative_to(output_dir)) for p in leftovers)
 
 
@@ -152,9 +156,12 @@ def read_per_query(cell: Path) -> dict[tuple[str, str], float]:
 
 
 def read_run(cell: Path, use_scores: bool = False) -> dict[str, dict[str, float]]:
-    """A cell's run.trec for pytrec_eval: the file's order (its rank column) unless ``use_scores``."""
+    """A cell's run file (gzip, read by Python's ``gzip``) for pytrec_eval: the file's order (its rank column)
+    unless ``use_scores``."""
     run: dict[str, dict[str, float]] = {}
-    for line in (cell / "run.trec").read_text(encoding="utf-8").splitlines():
+    with gzip.open(cell / RUN_FILE, "rt", encoding="utf-8") as handle:
+        text = handle.read()
+    for line in text.splitlines():
         qid, _, doc, rank, score, _ = line.split()
         run.setdefault(qid, {})[doc] = float(score) if use_scores else 1.0 / int(rank)
     return run
@@ -171,7 +178,7 @@ def cell_files(output_dir: Path) -> dict[str, bytes]:
     return {
         f"{cell.name}/{name}": (cell / name).read_bytes()
         for cell in sorted((output_dir / "cells").iterdir())
-        for name in ("run.trec", "per_query.csv")
+        for name in RUN_AND_PER_QUERY
     }
 
 

@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.harness import assert_no_partial_output, assert_one_line_error, experiment_toml, write_beir
+from tests.reliability.harness import (
+    RUN_AND_PER_QUERY,
+    assert_no_partial_output,
+    assert_one_line_error,
+    experiment_toml,
+    write_beir,
+)
 from zerda_eval import Experiment
 from zerda_eval.errors import ConfigError
 
@@ -99,7 +105,7 @@ def files_by_label(output_dir) -> dict[str, bytes]:
     files = {}
     for cell in (output_dir / "cells").iterdir():
         label = json.loads((cell / "result.json").read_text(encoding="utf-8"))["system"]
-        files.update({f"{label}/{name}": (cell / name).read_bytes() for name in ("run.trec", "per_query.csv")})
+        files.update({f"{label}/{name}": (cell / name).read_bytes() for name in RUN_AND_PER_QUERY})
     return files
 
 

@@ -7,6 +7,8 @@ second process does, then checks what the next ``zerda-eval run`` does: repair t
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 import os
 import stat
@@ -27,6 +29,8 @@ from tests.reliability.harness import (
     results_without_timing,
     write_beir,
 )
+from zerda_eval.hashing import content_hash
+from zerda_eval.store.run_dir import PER_QUERY_FILE, RUN_FILE
 
 REPO = Path(__file__).resolve().parents[2]
 SYSTEMS = [
@@ -70,13 +74,46 @@ def assert_repaired(cli, config: Path, out: Path, before: dict, rows: list, labe
 # --- 1. a damaged finished cell is never reused -----------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["per_query.csv", "run.trec"])
+@pytest.mark.parametrize("name", [PER_QUERY_FILE, RUN_FILE])
 def test_truncated_cell_file_is_recomputed_with_one_warning(name, cli, tmp_path):
     config, out, cells = setup_run(cli, tmp_path)
     before, rows = cell_files(out), results_without_timing(out)
     path = cells["bm25"] / name
     path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
     assert_repaired(cli, config, out, before, rows, "bm25")
+
+
+def test_a_byte_changed_in_the_run_gzip_is_recomputed_with_one_warning(cli, tmp_path):
+    config, out, cells = setup_run(cli, tmp_path)
+    before, rows = cell_files(out), results_without_timing(out)
+    path = cells["sparse"] / RUN_FILE
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    assert_repaired(cli, config, out, before, rows, "sparse")
+
+
+def test_a_cell_written_by_the_older_version_is_recomputed_with_one_warning(cli, tmp_path):
+    """The previous version stored ``run.trec`` (plain) and sealed it; such a cell, intact, is not reused as
+    if this version had written it: one warning naming it, then the cell as this version writes it."""
+    config, out, cells = setup_run(cli, tmp_path)
+    before, rows = cell_files(out), results_without_timing(out)
+    cell = cells["bm25"]
+    with gzip.open(cell / RUN_FILE, "rb") as handle:
+        (cell / "run.trec").write_bytes(handle.read())
+    (cell / RUN_FILE).unlink()
+    result = json.loads((cell / "result.json").read_text(encoding="utf-8"))
+    old_files = ("run.trec", PER_QUERY_FILE)
+    result["files"] = {name: hashlib.sha256((cell / name).read_bytes()).hexdigest() for name in old_files}
+    result.pop("checksum")
+    result["checksum"] = content_hash(result)
+    (cell / "result.json").write_text(json.dumps(result, indent=2, sort_keys=True), encoding="utf-8")
+    again = cli("run", config, "--no-report")
+    assert again.code == 0, again.err
+    shown = warnings_of(again)
+    assert len(shown) == 1 and "bm25" in shown[0] and "older version" in shown[0], again.err
+    assert cell_files(out) == before and results_without_timing(out) == rows
+    assert not (cell / "run.trec").exists()  # the old file is gone with the old cell
 
 
 def test_hand_edited_mean_in_result_json_is_recomputed(cli, tmp_path):
@@ -96,7 +133,7 @@ def test_result_json_records_a_checksum_of_each_file(cli, tmp_path):
     _, _, cells = setup_run(cli, tmp_path)
     for cell in cells.values():
         files = json.loads((cell / "result.json").read_text(encoding="utf-8"))["files"]
-        assert set(files) == {"run.trec", "per_query.csv"}
+        assert set(files) == {RUN_FILE, PER_QUERY_FILE}
         for name, digest in files.items():
             assert digest == hashlib.sha256((cell / name).read_bytes()).hexdigest(), (cell, name)
 
@@ -115,7 +152,7 @@ def _delete(cell: Path, name: str) -> None:
 DAMAGE = {
     "emptied-per-query": ("bm25", lambda cell: _empty(cell, "per_query.csv")),
     "deleted-per-query": ("bm25", lambda cell: _delete(cell, "per_query.csv")),
-    "deleted-fusion-input-run": ("sparse", lambda cell: _delete(cell, "run.trec")),
+    "deleted-fusion-input-run": ("sparse", lambda cell: _delete(cell, RUN_FILE)),
     "result-json-empty-object": ("bm25", lambda cell: (cell / "result.json").write_text("{}")),
     "result-json-a-list": ("sparse", lambda cell: (cell / "result.json").write_text("[1, 2]")),
     "result-json-not-json": ("rrf", lambda cell: (cell / "result.json").write_bytes(b"\x00garbage")),

@@ -30,8 +30,9 @@ from zerda_eval.execution.executors import (
 )
 from zerda_eval.execution.runner import run_experiment
 from zerda_eval.store.files import TMP_PREFIX
+from zerda_eval.store.run_dir import RUN_FILE
 
-CELL_FILES = {"run.trec", "per_query.csv", "result.json"}
+CELL_FILES = {RUN_FILE, "per_query.csv", "result.json"}
 
 
 @pytest.mark.parametrize(
@@ -180,7 +181,7 @@ def _assert_same_runs(serial_dir: Path, dask_dir: Path, n_cells: int) -> None:
     assert len(dask) == n_cells and set(dask) == set(serial)
     for cell_id, files in dask.items():
         assert set(files) == CELL_FILES, cell_id  # no temporary, partial or extra file
-        assert files["run.trec"] == serial[cell_id]["run.trec"], cell_id
+        assert files[RUN_FILE] == serial[cell_id][RUN_FILE], cell_id
         assert files["per_query.csv"] == serial[cell_id]["per_query.csv"], cell_id
     assert _effectiveness(dask_dir) == _effectiveness(serial_dir)
     assert not list(dask_dir.rglob(f"{TMP_PREFIX}*"))
@@ -200,9 +201,9 @@ def test_local_cluster_equals_serial(experiment_factory, local_executor, tmp_pat
     # The fusion really fused: it differs from both of its inputs.
     by_system = dict(zip(dask_table["system"], dask_table["cell_id"], strict=True))
     runs = _cell_files(tmp_path / "dask")
-    assert runs[by_system["rrf"]]["run.trec"] not in (
-        runs[by_system["sparse"]]["run.trec"],
-        runs[by_system["dense"]]["run.trec"],
+    assert runs[by_system["rrf"]][RUN_FILE] not in (
+        runs[by_system["sparse"]][RUN_FILE],
+        runs[by_system["dense"]][RUN_FILE],
     )
 
 
@@ -220,7 +221,7 @@ def test_killed_worker_is_retried_without_duplicates(experiment_factory, local_e
                 marker.touch()
                 directory = tmp_path / "dask" / "cells" / cell.cell_id
                 directory.mkdir(parents=True, exist_ok=True)
-                (directory / "run.trec").write_text("q0 Q0 d1 1 1.0 stale\n")  # a stale, partial run
+                (directory / RUN_FILE).write_text("q0 Q0 d1 1 1.0 stale\n")  # a stale, partial run
                 (directory / f"{TMP_PREFIX}half-written").write_text("q0 Q0")
                 os._exit(1)  # the worker process dies mid-cell, no exception to report
             return task(cell)

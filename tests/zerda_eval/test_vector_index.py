@@ -6,6 +6,7 @@ run file of the exact cell of the same embedder (exact search's top k), query by
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from zerda_eval.config.experiment import resolve_experiment
 from zerda_eval.errors import ConfigError
 from zerda_eval.execution.runner import run_experiment
+from zerda_eval.store.run_dir import RUN_FILE
 from zerda_eval.systems import build_system
 
 DEPTH = 50
@@ -57,9 +59,15 @@ def dense(name: str, **params) -> dict:
     return {"name": name, "family": "pipeline.dense", "params": {"embedder": "wordllama", "dim": 64, **params}}
 
 
+def run_lines(path: Path) -> list[str]:
+    """The lines of a cell's gzipped run file (read by Python's ``gzip``)."""
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return handle.read().splitlines()
+
+
 def read_run(path: Path) -> dict[str, list[str]]:
     run: dict[str, list[tuple[int, str]]] = {}
-    for line in path.read_text().splitlines():
+    for line in run_lines(path):
         qid, _, doc, rank, _, _ = line.split()
         run.setdefault(qid, []).append((int(rank), doc))
     return {qid: [doc for _, doc in sorted(hits)] for qid, hits in run.items()}
@@ -73,11 +81,11 @@ def test_recorded_recall_equals_the_overlap_with_the_exact_cells_run(scifact_bei
     )
     table = run_experiment(spec, progress=False).set_index("system")
     cells = tmp_path / "runs" / "cells"
-    exact = read_run(cells / table.loc["exact", "cell_id"] / "run.trec")
+    exact = read_run(cells / table.loc["exact", "cell_id"] / RUN_FILE)
     assert pd.isna(table.loc["exact", "ann_recall"])
     for name in ("ivf", "hnsw"):
         result = json.loads((cells / table.loc[name, "cell_id"] / "result.json").read_text())
-        approximate = read_run(cells / table.loc[name, "cell_id"] / "run.trec")
+        approximate = read_run(cells / table.loc[name, "cell_id"] / RUN_FILE)
         shares = [len(set(approximate.get(qid, [])) & set(best)) / len(best) for qid, best in exact.items()]
         expected = sum(shares) / len(shares)
         recorded = result["stats"]["vector_index"]
@@ -134,10 +142,10 @@ def test_the_lean_dense_family_ranks_as_pipeline_dense_and_records_its_recall(sc
     table = run_experiment(spec, progress=False).set_index("system")
     cells = tmp_path / "runs" / "cells"
     seed, exact, ivf = (
-        read_run(cells / table.loc[name, "cell_id"] / "run.trec") for name in ("seed", "lean", "lean_ivf")
+        read_run(cells / table.loc[name, "cell_id"] / RUN_FILE) for name in ("seed", "lean", "lean_ivf")
     )
     scores = {}
-    for line in (cells / table.loc["seed", "cell_id"] / "run.trec").read_text().splitlines():
+    for line in run_lines(cells / table.loc["seed", "cell_id"] / RUN_FILE):
         qid, _, _, _, score, _ = line.split()
         scores.setdefault(qid, []).append(float(score))
     unclipped = [qid for qid, values in scores.items() if min(values) > 0.0 and max(values) < 1.0]

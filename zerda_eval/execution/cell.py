@@ -63,7 +63,6 @@ from zerda_eval.store.build_costs import (
 from zerda_eval.store.run_dir import (
     cell_dir,
     cell_lock,
-    format_trec,
     load_result,
     per_query_csv,
     read_cell_columns,
@@ -107,7 +106,7 @@ def run_cell(
                     stacklevel=2,
                 )
         result, run, per_query = _compute(cell, output_dir, cache_dir, force, progress, systems or {})
-        sealed = write_cell(cell_dir(output_dir, cell.cell_id), result, format_trec(run), per_query)
+        sealed = write_cell(cell_dir(output_dir, cell.cell_id), result, run, per_query)
         return CellResult(cell.cell_id, sealed, reused=False)
 
 

@@ -1,6 +1,6 @@
 """A rerank cell: a local cross-encoder re-scores the top ``k`` of another cell's stored run.
 
-The input cell (a system, fusion or tuned row; ``spec.reranks``) has run first; its ``run.trec`` gives each
+The input cell (a system, fusion or tuned row; ``spec.reranks``) has run first; its ``run.trec.gz`` gives each
 query's candidates in the harness's tie-break order, and the collection gives their texts. Each query's
 top ``k`` go through seed 004's ``CrossEncoderReranker`` backed by the model
 (``retrieval.pipeline.cross_encoders``); the run keeps those ``k`` with the model's raw scores (ties by the

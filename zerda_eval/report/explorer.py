@@ -12,7 +12,7 @@ a second at 7,000 queries x 10 cells: one file per dataset and measure (every ce
 loaded when that measure is chosen) and one per ``CHUNK_QUERIES`` queries (each cell's top
 ``EXPLORER_TOP`` and their judgements, loaded when one of those queries is opened). Each such file calls
 ``window.zerdaExplorerChunk(name, data)``. The values are the cells' per-query values
-(``per_query.parquet``), the rankings their ``run.trec`` files; query texts and judgements come from the
+(``per_query.parquet``), the rankings their ``run.trec.gz`` files; query texts and judgements come from the
 collection, loaded as the run loaded it. A dataset whose collection cannot be loaded here is left out with a
 note.
 """

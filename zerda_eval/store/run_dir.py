@@ -4,7 +4,8 @@ Layout of ``output_dir``::
 
     experiment.json                 resolved config, its hash, the cell ids of the grid; the directory
                                     belongs to the experiment it names (another one is refused)
-    cells/<cell_id>/run.trec        TREC run (``qid Q0 docid rank score tag``), trec_eval's tie-break order
+    cells/<cell_id>/run.trec.gz     TREC run (``qid Q0 docid rank score tag``), trec_eval's tie-break order,
+                                    gzip level 6 (no name, mtime 0: the same run gives the same bytes)
     cells/<cell_id>/per_query.csv   query_id, measure, value
     cells/<cell_id>/result.json     written LAST: means, efficiency, stats, config, the SHA-256 of
                                     the two files above and its own checksum
@@ -15,7 +16,11 @@ Layout of ``output_dir``::
                                     for the whole run: a run of another grid is refused meanwhile
 
 A cell counts as done only when its ``result.json`` verifies: it names the cell id, its own checksum
-(``content_hash`` of the rest of the document) matches, and so does the SHA-256 of each file it lists.
+(``content_hash`` of the rest of the document) matches, and so does the SHA-256 of each file it lists, which
+are this version's (``CELL_FILES``: a cell an older version wrote is recomputed).
+
+Every TREC reader here (``trec_lines``, ``trec_table``) reads a gzip file as its text (``run_file_bytes``, by
+the magic bytes, whatever the name), so a user's ``run.trec.gz`` is read as the plain file is.
 """
 
 from __future__ import annotations
@@ -23,10 +28,14 @@ from __future__ import annotations
 import contextlib
 import csv
 import fcntl
+import gzip
+import hashlib
 import io
 import json
 import re
-from collections.abc import Iterator, Mapping
+import shutil
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +47,13 @@ from zerda_eval.columnar import ColumnarRun, from_columns, from_run, sorted_dist
 from zerda_eval.errors import ConfigError, DataFormatError, RunError
 from zerda_eval.hashing import bytes_sha256, content_hash, file_sha256
 from zerda_eval.ranking import Ranking, Run, order_run
-from zerda_eval.store.files import atomic_write_bytes, atomic_write_text, build_lock
+from zerda_eval.store.files import atomic_write_bytes, atomic_write_text, build_lock, replaced_atomically
 
 RESULT_FILE = "result.json"
-RUN_FILE = "run.trec"
+RUN_FILE = "run.trec.gz"
 PER_QUERY_FILE = "per_query.csv"
+CELL_FILES = (RUN_FILE, PER_QUERY_FILE)  # what result.json seals; another list is an older version's cell
+OLDER_RUN_FILES = ("run.trec",)  # a cell's run as older versions named it, removed when the cell is rewritten
 EXPERIMENT_FILE = "experiment.json"
 CHECKSUM_KEY = "checksum"
 RUN_TAG = "zerda-eval"
@@ -53,6 +64,13 @@ _NOT_SINGLE_SPACED = (b"\t", b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e",
 # The UTF-8 of the non-ASCII characters ``str.split`` / ``splitlines`` treat as whitespace or line breaks.
 _UNICODE_SPACE = re.compile(rb"\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f|\xe3\x80\x80")
 REPAIR = "rerun `zerda-eval run CONFIG` (finished cells are reused) to rewrite it"
+GZIP_MAGIC = b"\x1f\x8b"
+GZIP_LEVEL = 6  # gzip's default
+# zlib's largest memLevel: blocks of 32k literals, as GNU gzip's, so a run file comes within 0.01% of
+# `gzip -6`'s size (memLevel 8, zlib's default: 0.05% larger)
+GZIP_MEM_LEVEL = 9
+CHUNK_ROWS = 100_000  # TREC lines formatted and compressed at a time: the text of a whole run is never held
+COPY_BYTES = 1 << 20
 
 
 # --- cells ----------------------------------------------------------------------------------------
@@ -68,35 +86,42 @@ def cell_lock(output_dir: Path, cell_id: str) -> FileLock:
     return build_lock(Path(output_dir) / "locks" / cell_id)
 
 
-def seal(result: dict[str, Any], files: dict[str, bytes]) -> dict[str, Any]:
-    """``result`` with the SHA-256 of each file's content (``files``: name -> bytes) and its own checksum."""
+def seal(result: dict[str, Any], digests: dict[str, str]) -> dict[str, Any]:
+    """``result`` with the SHA-256 of each file (``digests``: name -> hex digest) and its own checksum."""
     sealed = {k: v for k, v in result.items() if k != CHECKSUM_KEY}
-    sealed["files"] = {name: bytes_sha256(data) for name, data in files.items()}
+    sealed["files"] = dict(digests)
     sealed[CHECKSUM_KEY] = content_hash(sealed)
     return sealed
 
 
-def write_cell(directory: Path, result: dict[str, Any], run_text: str, per_query_text: str) -> dict[str, Any]:
-    """Write the run files, then ``result.json`` sealed with their checksums; a cell never finished is removed.
+def write_cell(
+    directory: Path, result: dict[str, Any], run: Mapping[str, Ranking], per_query_text: str
+) -> dict[str, Any]:
+    """Write the run (``write_trec_gz``: a dict ``Run`` or a ``ColumnarRun``, in the tie-break order) and the
+    per-query values, then ``result.json`` sealed with their checksums; a cell never finished is removed.
 
     Called under the cell's lock. A failed write leaves a previously finished version of the cell alone
     (its checksums then no longer match, so the next run recomputes it): a finished cell is never deleted.
+    The run file an older version wrote (``OLDER_RUN_FILES``) goes once the new cell is sealed.
     """
-    contents = {RUN_FILE: run_text.encode("utf-8"), PER_QUERY_FILE: per_query_text.encode("utf-8")}
     finished_before = (directory / RESULT_FILE).exists()
     try:
-        for name, data in contents.items():
-            atomic_write_bytes(directory / name, data)
-        sealed = seal(result, contents)
+        per_query = per_query_text.encode("utf-8")
+        digests = {RUN_FILE: write_trec_gz(directory / RUN_FILE, run)}
+        atomic_write_bytes(directory / PER_QUERY_FILE, per_query)
+        digests[PER_QUERY_FILE] = bytes_sha256(per_query)
+        sealed = seal(result, digests)
         atomic_write_text(directory / RESULT_FILE, json.dumps(sealed, indent=2, sort_keys=True, ensure_ascii=False))
-        return sealed
     except RunError:
         if not finished_before:
-            for name in contents:
+            for name in CELL_FILES:
                 (directory / name).unlink(missing_ok=True)
             with contextlib.suppress(OSError):  # other files in it: not ours to remove
                 directory.rmdir()
         raise
+    for name in OLDER_RUN_FILES:
+        (directory / name).unlink(missing_ok=True)
+    return sealed
 
 
 def verified_result(output_dir: Path, cell_id: str) -> tuple[dict[str, Any] | None, str]:
@@ -122,6 +147,11 @@ def verified_result(output_dir: Path, cell_id: str) -> tuple[dict[str, Any] | No
     files = result.get("files")
     if not intact or not isinstance(files, dict) or not files:
         return None, f"{RESULT_FILE} does not match its checksum (edited or damaged)"
+    if sorted(files) != sorted(CELL_FILES):
+        return None, (
+            f"written by an older version of zerda-eval (its files: {', '.join(sorted(files))}; "
+            f"this version writes {', '.join(CELL_FILES)})"
+        )
     for name, digest in files.items():
         try:
             if file_sha256(directory / name) != digest:
@@ -157,22 +187,94 @@ def format_trec(run: Mapping[str, Ranking], tag: str = RUN_TAG) -> str:
     order is trec_eval's own (score descending, then doc id descending), so trec_eval, which ignores
     the rank column and sorts by score itself, evaluates the file on the ranking the harness did.
     """
-    lines = [
-        f"{qid} Q0 {doc_id} {rank} {score!r} {tag}"
-        for qid, results in run.items()
-        for rank, (doc_id, score) in enumerate(results, start=1)
-    ]
-    return "\n".join(lines) + ("\n" if lines else "")
+    return "".join(_trec_chunks(run, tag))
+
+
+def write_trec_gz(path: Path, run: Mapping[str, Ranking], tag: str = RUN_TAG) -> str:
+    """Write ``format_trec(run, tag)`` gzipped to ``path`` (atomically) and return the SHA-256 of its bytes.
+
+    Level ``GZIP_LEVEL``, mtime 0 and no file name in the header, so a run gives the same bytes in every
+    process. The text goes to zlib ``CHUNK_ROWS`` lines at a time (``_trec_chunks``): a 7,000 x 1,000 run
+    never exists as one string (about 1 GB of Python text).
+    """
+    digest = hashlib.sha256()
+    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS, GZIP_MEM_LEVEL)
+    with replaced_atomically(Path(path)) as tmp, tmp.open("wb") as handle:
+        for text in _trec_chunks(run, tag):
+            block = compressor.compress(text.encode("utf-8"))
+            handle.write(block)
+            digest.update(block)
+        block = compressor.flush()
+        handle.write(block)
+        digest.update(block)
+    return digest.hexdigest()
+
+
+def _trec_chunks(run: Mapping[str, Ranking], tag: str = RUN_TAG) -> Iterator[str]:
+    """``format_trec``'s text in pieces of whole queries, about ``CHUNK_ROWS`` lines each. A ``ColumnarRun``
+    is read from its arrays a piece at a time (doc ids and scores of those rows only), never row by row."""
+    if isinstance(run, ColumnarRun):
+        offsets = run.offsets
+        query = 0
+        while query < len(run.query_ids):
+            end = max(query + 1, int(np.searchsorted(offsets, offsets[query] + CHUNK_ROWS, side="right")) - 1)
+            end = min(end, len(run.query_ids))
+            bounds = (offsets[query : end + 1] - offsets[query]).tolist()
+            rows = slice(int(offsets[query]), int(offsets[end]))
+            docs, scores = run.doc_ids[run.docs[rows]].tolist(), run.scores[rows].tolist()
+            yield "".join(
+                _query_lines(qid, zip(docs[start:stop], scores[start:stop], strict=True), tag)
+                for qid, start, stop in zip(run.query_ids[query:end], bounds[:-1], bounds[1:], strict=True)
+            )
+            query = end
+        return
+    pieces, rows = [], 0
+    for qid, ranking in run.items():
+        pieces.append(_query_lines(qid, ranking, tag))
+        rows += len(ranking)
+        if rows >= CHUNK_ROWS:
+            yield "".join(pieces)
+            pieces, rows = [], 0
+    if pieces:
+        yield "".join(pieces)
+
+
+def _query_lines(qid: str, ranking: Iterable[tuple[str, float]], tag: str) -> str:
+    """THE TREC line format: one query's lines ``qid Q0 docid rank score tag``, rank 1, 2, ..., scores by repr."""
+    return "".join(f"{qid} Q0 {doc_id} {rank} {score!r} {tag}\n" for rank, (doc_id, score) in enumerate(ranking, 1))
+
+
+def run_file_bytes(path: Path) -> bytes:
+    """The bytes of a run file, decompressed when it is gzip (by its magic bytes, whatever its name): the one
+    place a run file is read. Missing, unreadable, or a corrupt or truncated gzip: a one-line ``DataFormatError``
+    naming the file."""
+    try:
+        with open(path, "rb") as handle:
+            if handle.read(len(GZIP_MAGIC)) != GZIP_MAGIC:
+                handle.seek(0)
+                return handle.read()
+            handle.seek(0)
+            text = io.BytesIO()  # grown in place: one copy of the text in memory, not a list of blocks and a join
+            with gzip.GzipFile(fileobj=handle, mode="rb") as stream:
+                shutil.copyfileobj(stream, text, COPY_BYTES)
+            return text.getvalue()
+    except FileNotFoundError:
+        raise DataFormatError(f"{path}: run file not found; check the path") from None
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise DataFormatError(
+            f"{path}: corrupt or truncated gzip ({type(exc).__name__}: {exc}); write the file again "
+            "(`gzip -t` checks one)"
+        ) from None
+    except OSError as exc:
+        raise DataFormatError(f"{path}: cannot read the run file ({type(exc).__name__})") from None
 
 
 def trec_lines(path: Path) -> Iterator[tuple[int, str, str, float]]:
-    """``(line number, qid, doc id, score)`` per line of a TREC run file; a malformed line is a one-line
-    ``DataFormatError`` naming the file and line."""
+    """``(line number, qid, doc id, score)`` per line of a TREC run file (plain or gzip); a malformed line is a
+    one-line ``DataFormatError`` naming the file and line."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataFormatError(f"{path}: run file not found; check the path") from None
-    except (OSError, UnicodeDecodeError) as exc:
+        text = run_file_bytes(path).decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise DataFormatError(f"{path}: cannot read the run file ({type(exc).__name__})") from None
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -244,8 +346,8 @@ def trec_table(path: Path) -> Any:
     from pyarrow import csv
 
     try:
-        data = path.read_bytes()
-    except OSError:
+        data = run_file_bytes(path)
+    except DataFormatError:
         return None
     if not data or any(byte in data for byte in _NOT_SINGLE_SPACED) or _empty_field(data):
         return None

@@ -4,7 +4,7 @@
 kind       run                                         qrels
 =========  ==========================================  ==========================================
 trec       ``qid Q0 docid rank score tag`` (any other   ``qid iter docid grade`` (trec_eval's)
-           extension than the two below)
+           extension than the two below; gzip too)
 json       ranx's ``{qid: {doc_id: score}}``            ``{qid: {doc_id: grade}}``
 parquet    columns ``q_id, doc_id, score`` (ranx's)     columns ``q_id, doc_id, score`` (ranx's)
 =========  ==========================================  ==========================================
@@ -13,7 +13,9 @@ The kind follows the extension (``.json``, ``.parquet`` / ``.parq``; else TREC) 
 given. A run is read as ``{qid: [(doc_id, score), ...]}`` in the tie-break order (``zerda_eval.ranking``,
 trec_eval's), whatever the order of the file's lines: a line's place is never a rank. A doc listed twice
 for a query is an error naming the file unless a ``duplicates`` policy is given. A run is written in the
-tie-break order, TREC lines by ``run_dir.format_trec``, the format of every cell's ``run.trec``. A
+tie-break order, TREC lines by ``run_dir.format_trec``, the format of every cell's ``run.trec.gz``; a TREC
+run file is read gzipped or not (``run_dir.run_file_bytes``: by its magic bytes), and one whose name ends in
+``.gz`` is written gzipped (``run_dir.write_trec_gz``, as a cell's). A
 malformed file is a one-line ``DataFormatError`` naming the file (and line); qrels follow
 ``store.qrels_text``'s rules.
 
@@ -37,7 +39,7 @@ from zerda_eval.errors import DataFormatError
 from zerda_eval.ranking import Run, order_run, sort_ranking
 from zerda_eval.store.files import atomic_write_bytes, atomic_write_text
 from zerda_eval.store.qrels_text import judgements, read_qrels_lines
-from zerda_eval.store.run_dir import RUN_TAG, format_trec, read_trec, read_trec_columns
+from zerda_eval.store.run_dir import RUN_TAG, format_trec, read_trec, read_trec_columns, write_trec_gz
 
 KINDS = ("trec", "json", "parquet")
 PARQUET_COLUMNS = ("q_id", "doc_id", "score")  # ranx's Run/Qrels.from_parquet defaults
@@ -78,11 +80,14 @@ def read_run_columns(path: str | Path, kind: str | None = None, duplicates: str 
 
 
 def write_run(run: Mapping[str, Any], path: str | Path, kind: str | None = None, tag: str = RUN_TAG) -> Path:
-    """Write ``{qid: [(doc_id, score), ...]}`` in the tie-break order (TREC: ``tag`` in the last column)."""
+    """Write ``{qid: [(doc_id, score), ...]}`` in the tie-break order (TREC: ``tag`` in the last column,
+    gzipped when the name ends in ``.gz``)."""
     path = Path(path)
     kind = file_kind(path, kind)
     ordered = {str(qid): sort_ranking(ranking) for qid, ranking in run.items()}
-    if kind == "trec":
+    if kind == "trec" and path.suffix.lower() == ".gz":
+        write_trec_gz(path, ordered, tag)
+    elif kind == "trec":
         atomic_write_text(path, format_trec(ordered, tag))
     else:
         _write_records(path, kind, ((qid, doc, score) for qid, ranking in ordered.items() for doc, score in ranking))

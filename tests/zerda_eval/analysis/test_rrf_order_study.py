@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import numpy as np
@@ -13,6 +14,7 @@ from tests.zerda_eval.analysis.frames import frames
 from zerda_eval.analysis.compare import CompareSpec
 from zerda_eval.analysis.studies import rrf_order
 from zerda_eval.analysis.studies.base import FinishedRun
+from zerda_eval.store.run_dir import RUN_FILE
 
 
 def write_study_dir(tmp_path):
@@ -33,7 +35,7 @@ def write_study_dir(tmp_path):
         folder.mkdir(parents=True)
         order = json.loads(row["params"])["rrf_order"]
         lines = [f"{q} Q0 {d} {r} {10 - r} t" for q, docs in rankings[order].items() for r, d in enumerate(docs, 1)]
-        (folder / "run.trec").write_text("\n".join(lines) + "\n")
+        (folder / RUN_FILE).write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
     return results, per_query
 
 
@@ -90,7 +92,7 @@ def test_tuned_pair_is_reported_on_its_own_and_not_pooled(tmp_path):
     for _, row in extra_results.iterrows():
         folder = tmp_path / "cells" / row["cell_id"]
         folder.mkdir(parents=True)
-        (folder / "run.trec").write_text("q1 Q0 a 1 1 t\nq2 Q0 a 1 1 t\nq3 Q0 a 1 1 t\n")
+        (folder / RUN_FILE).write_bytes(gzip.compress(b"q1 Q0 a 1 1 t\nq2 Q0 a 1 1 t\nq3 Q0 a 1 1 t\n"))
     results = pd.concat([results, extra_results], ignore_index=True)
     per_query = pd.concat([per_query, extra_per_query], ignore_index=True)
     finished = FinishedRun(tmp_path, results, per_query, CompareSpec(tests=("t-test",)), ["ndcg@10"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import tomllib
@@ -16,7 +17,7 @@ from tests.zerda_eval.api.toy_systems import WordOverlap
 from zerda_eval import Experiment, Results, describe_systems
 from zerda_eval.errors import ConfigError, DataFormatError, RunError, ZerdaEvalWarning
 from zerda_eval.fusion import FUSION_METHODS
-from zerda_eval.store.run_dir import cell_dir, read_cell_run
+from zerda_eval.store.run_dir import RUN_FILE, cell_dir, read_cell_run
 from zerda_eval.systems import SYSTEMS
 
 DOCS = {
@@ -57,7 +58,7 @@ def test_the_readme_notebook_example_runs(tmp_path, monkeypatch, capsys):
     assert "p_t-test_adj" in capsys.readouterr().out
 
 
-def toy_experiment(tmp_path: Path, run_file: Path, extra: str = "") -> Path:
+def toy_experiment(tmp_path: Path, run_file: Path, extra: str = "", suffix: str = ".trec") -> Path:
     folder = write_trec_folder(tmp_path / "toy", DOCS, QUERIES, QRELS)
     path = tmp_path / "exp.toml"
     path.write_text(
@@ -76,7 +77,7 @@ params = {{ object = "tests.zerda_eval.api.toy_systems:make_overlap", version = 
 [[systems]]
 name = "pyserini"
 family = "run_file"
-params = {{ path = "{run_file.parent}/{{dataset}}.trec" }}
+params = {{ path = "{run_file.parent}/{{dataset}}{suffix}" }}
 
 [[fusions]]
 name = "rrf"
@@ -93,7 +94,7 @@ tests = ["t-test"]
     return path
 
 
-RUN_FILE = """q1 Q0 d4 1 9.5 pyserini
+USER_RUN = """q1 Q0 d4 1 9.5 pyserini
 q1 Q0 d1 2 7.0 pyserini
 q1 Q0 d2 3 1.0 pyserini
 q2 Q0 d4 1 3.0 pyserini
@@ -105,7 +106,7 @@ q3 Q0 d5 1 4.0 pyserini
 def test_a_user_system_and_a_run_file_go_through_grid_fusion_compare_and_report(tmp_path):
     run_file = tmp_path / "external" / "toy.trec"
     run_file.parent.mkdir()
-    run_file.write_text(RUN_FILE, encoding="utf-8")
+    run_file.write_text(USER_RUN, encoding="utf-8")
     results = Experiment.from_toml(toy_experiment(tmp_path, run_file)).run(progress=False)
     table = results.table.set_index("system")
     # the run file is evaluated as written: q1 has d4, d1 (both relevant) on top; q2 finds d2 second; q3 d5 first
@@ -131,13 +132,30 @@ def test_a_user_system_and_a_run_file_go_through_grid_fusion_compare_and_report(
     assert "not measured" in report and "pyserini (baseline)" in report
 
 
+def test_a_gzipped_run_file_is_evaluated_as_the_plain_one(tmp_path):
+    """A ``run_file`` system reads ``toy.trec.gz`` (gzip, as ``gzip toy.trec`` leaves it) as ``toy.trec``."""
+    tables, runs = [], []
+    for suffix in (".trec", ".trec.gz"):
+        root = tmp_path / suffix.strip(".")
+        run_file = root / "external" / f"toy{suffix}"
+        run_file.parent.mkdir(parents=True)
+        data = USER_RUN.encode("utf-8")
+        run_file.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
+        experiment = Experiment.from_toml(toy_experiment(root, run_file, suffix=suffix)).only("pyserini")
+        results = experiment.run(progress=False)
+        tables.append(results.table[["ndcg@10", "recall@10"]].to_dict("records"))
+        runs.append(read_cell_run(results.run_dir, results.cell_id("pyserini")))
+    assert runs[0] == runs[1] and runs[0]["q1"] == [("d4", 9.5), ("d1", 7.0), ("d2", 1.0)]
+    assert tables[0] == tables[1]
+
+
 def test_a_run_file_that_changes_after_loading_is_refused(tmp_path):
     run_file = tmp_path / "external" / "toy.trec"
     run_file.parent.mkdir()
-    run_file.write_text(RUN_FILE, encoding="utf-8")
+    run_file.write_text(USER_RUN, encoding="utf-8")
     experiment = Experiment.from_toml(toy_experiment(tmp_path, run_file))
     first = experiment.cells.set_index("system").loc["pyserini", "cell_id"]
-    run_file.write_text(RUN_FILE.replace("9.5", "0.5"), encoding="utf-8")
+    run_file.write_text(USER_RUN.replace("9.5", "0.5"), encoding="utf-8")
     with pytest.raises(DataFormatError, match="changed since the experiment was loaded"):
         experiment.only("pyserini").run(progress=False)
     again = Experiment.from_toml(toy_experiment(tmp_path, run_file)).cells.set_index("system")
@@ -147,10 +165,10 @@ def test_a_run_file_that_changes_after_loading_is_refused(tmp_path):
 @pytest.mark.parametrize(
     ("content", "needle"),
     [
-        (RUN_FILE.replace("q2 Q0 d2 2", "q2 Q0 zz 2"), r"toy.trec:5: doc id 'zz' is not a document"),
-        (RUN_FILE.replace("q3 Q0 d5", "q9 Q0 d5"), r"toy.trec:6: query id 'q9' is not a query"),
-        (RUN_FILE.replace("q1 Q0 d1 2 7.0 pyserini", "q1 d1 2 7.0"), r"toy.trec:2: expected 'qid Q0 docid rank"),
-        (RUN_FILE.replace("7.0", "high"), r"toy.trec:2: score 'high' is not a number"),
+        (USER_RUN.replace("q2 Q0 d2 2", "q2 Q0 zz 2"), r"toy.trec:5: doc id 'zz' is not a document"),
+        (USER_RUN.replace("q3 Q0 d5", "q9 Q0 d5"), r"toy.trec:6: query id 'q9' is not a query"),
+        (USER_RUN.replace("q1 Q0 d1 2 7.0 pyserini", "q1 d1 2 7.0"), r"toy.trec:2: expected 'qid Q0 docid rank"),
+        (USER_RUN.replace("7.0", "high"), r"toy.trec:2: score 'high' is not a number"),
     ],
 )
 def test_a_bad_run_file_is_one_line_naming_file_and_line(tmp_path, content, needle):
@@ -169,7 +187,7 @@ def test_a_doc_listed_twice_in_a_run_file_is_an_error_unless_the_cell_asks_for_a
     """``duplicates`` is a parameter of the family, so the policy is in the cell config and id."""
     run_file = tmp_path / "external" / "toy.trec"
     run_file.parent.mkdir()
-    run_file.write_text(RUN_FILE + "q1 Q0 d2 4 8.0 pyserini\n", encoding="utf-8")
+    run_file.write_text(USER_RUN + "q1 Q0 d2 4 8.0 pyserini\n", encoding="utf-8")
     path = toy_experiment(tmp_path, run_file)
     if policy is not None:
         text = path.read_text(encoding="utf-8").replace('.trec" }', f'.trec", duplicates = "{policy}" }}')
@@ -196,7 +214,7 @@ def test_a_doc_listed_twice_in_a_run_file_is_an_error_unless_the_cell_asks_for_a
 def test_a_run_file_lacking_some_queries_gives_one_warning_with_the_counts(tmp_path):
     run_file = tmp_path / "external" / "toy.trec"
     run_file.parent.mkdir()
-    run_file.write_text(RUN_FILE.replace("q3 Q0 d5 1 4.0 pyserini\n", ""), encoding="utf-8")
+    run_file.write_text(USER_RUN.replace("q3 Q0 d5 1 4.0 pyserini\n", ""), encoding="utf-8")
     with pytest.warns(ZerdaEvalWarning) as caught:
         Experiment.from_toml(toy_experiment(tmp_path, run_file)).only("pyserini").run(progress=False)
     messages = [str(w.message) for w in caught if "no lines for" in str(w.message)]
@@ -214,7 +232,7 @@ def test_a_missing_run_file_fails_when_the_experiment_is_loaded(tmp_path):
 def test_toml_and_api_give_byte_identical_runs(tmp_path):
     run_file = tmp_path / "external" / "toy.trec"
     run_file.parent.mkdir()
-    run_file.write_text(RUN_FILE, encoding="utf-8")
+    run_file.write_text(USER_RUN, encoding="utf-8")
     path = toy_experiment(tmp_path, run_file)
     from_toml = Experiment.from_toml(path).run(progress=False)
     mapping = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -222,8 +240,8 @@ def test_toml_and_api_give_byte_identical_runs(tmp_path):
     from_dict = Experiment.from_dict(mapping).run(progress=False)
     assert list(from_toml.table["cell_id"]) == list(from_dict.table["cell_id"])
     for cell_id in from_toml.table["cell_id"]:
-        first = (from_toml.run_dir / "cells" / cell_id / "run.trec").read_bytes()
-        assert first == (from_dict.run_dir / "cells" / cell_id / "run.trec").read_bytes()
+        first = (cell_dir(from_toml.run_dir, cell_id) / RUN_FILE).read_bytes()
+        assert first == (cell_dir(from_dict.run_dir, cell_id) / RUN_FILE).read_bytes()
 
 
 def test_an_object_given_to_from_dict_is_a_system_of_the_grid(tmp_path):
@@ -286,7 +304,7 @@ def test_api_mistakes_are_one_line_config_errors(tmp_path):
 def test_results_compare_validates_its_arguments_like_the_file(tmp_path):
     run_file = tmp_path / "external" / "toy.trec"
     run_file.parent.mkdir()
-    run_file.write_text(RUN_FILE, encoding="utf-8")
+    run_file.write_text(USER_RUN, encoding="utf-8")
     results = Experiment.from_toml(toy_experiment(tmp_path, run_file)).run(progress=False)
     reloaded = Results.load(results.run_dir)
     pd.testing.assert_frame_equal(reloaded.table, results.table)

@@ -7,6 +7,7 @@ import pytest
 from zerda_eval.datasets import load_collection, loader, streamed
 from zerda_eval.datasets.streamed import StreamedTexts
 from zerda_eval.errors import DataFormatError
+from zerda_eval.store.run_dir import RUN_FILE
 from zerda_eval.systems import build_system
 
 DATASET = "vaswani"  # 11,429 abstracts
@@ -82,7 +83,7 @@ def test_a_grid_over_a_streamed_corpus_writes_the_same_runs(monkeypatch, tmp_pat
             "systems": [{"name": "bm25", "family": "zerda.keyword", "params": {"engine": "fast"}}],
         }
         run_experiment(resolve_experiment(raw, "streamed.toml"), progress=False)
-        return {p.parent.name: p.read_bytes() for p in sorted((folder / "cells").glob("*/run.trec"))}
+        return {p.parent.name: p.read_bytes() for p in sorted((folder / "cells").glob(f"*/{RUN_FILE}"))}
 
     loader._cached.cache_clear()
     in_memory = run(tmp_path / "lists")

@@ -10,6 +10,7 @@ Every number comes from running them; nothing is typed in.
 from __future__ import annotations
 
 import csv
+import gzip
 import hashlib
 import json
 import resource
@@ -23,7 +24,7 @@ import pytest
 
 from retrieval.core import BM25Index, tokenize
 from zerda_eval.fusion.methods import fuse_runs
-from zerda_eval.store.run_dir import RUN_TAG  # the tag the grid writes (a label may hold spaces)
+from zerda_eval.store.run_dir import RUN_FILE, RUN_TAG  # the grid's run file and tag (a label may hold spaces)
 
 MEASURES = ["ndcg@10", "mrr@10", "recall@100", "map@100", "precision@10"]
 DEPTH = 100
@@ -124,11 +125,11 @@ def label(name: str, grid: dict) -> str:
 
 
 def write_cell(out: Path, dataset: str, system: str, family: str, params: dict, run: RunDict, qrels, timing) -> dict:
-    """Write one cell (run.trec, per_query.csv, result.json last) and return its results row."""
+    """Write one cell (run.trec.gz, per_query.csv, result.json last) and return its results row."""
     cell_id = hashlib.sha256(json.dumps([dataset, system, params], sort_keys=True).encode()).hexdigest()[:16]
     folder = out / "cells" / cell_id
     folder.mkdir(parents=True)
-    with open(folder / "run.trec", "w", encoding="utf-8") as handle:
+    with gzip.open(folder / RUN_FILE, "wt", encoding="utf-8") as handle:
         for qid, ranking in run.items():
             for rank, (doc_id, score) in enumerate(trec_order(ranking), start=1):
                 handle.write(f"{qid} Q0 {doc_id} {rank} {score:.12g} {RUN_TAG}\n")

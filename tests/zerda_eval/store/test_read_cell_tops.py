@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+
 import pytest
 
 from zerda_eval.errors import DataFormatError
@@ -11,7 +13,8 @@ from zerda_eval.store.run_dir import RUN_FILE, cell_dir, read_cell_run, read_cel
 def write_run(root, lines: list[str]) -> str:
     folder = cell_dir(root, "c1")
     folder.mkdir(parents=True)
-    (folder / RUN_FILE).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    text = "".join(line + "\n" for line in lines).encode("utf-8")
+    (folder / RUN_FILE).write_bytes(gzip.compress(text, mtime=0))  # as a cell stores it
     return "c1"
 
 
@@ -37,10 +40,10 @@ def test_the_first_k_of_each_query_in_file_order_as_the_line_reader_reads_them(t
 
 def test_a_malformed_or_missing_run_file_is_one_line_naming_it(tmp_path):
     cell = write_run(tmp_path, ["q1 Q0 d1 1 2.0 t", "q1 Q0 d2 2.0 t"])
-    with pytest.raises(DataFormatError, match=r"c1/run\.trec:2: expected 'qid Q0 docid rank score tag'") as raised:
+    with pytest.raises(DataFormatError, match=r"c1/run\.trec\.gz:2: expected 'qid Q0 docid rank score tag'") as raised:
         read_cell_tops(tmp_path, cell, 10)
     assert "\n" not in str(raised.value)
-    with pytest.raises(DataFormatError, match=r"c2/run\.trec: run file not found"):
+    with pytest.raises(DataFormatError, match=r"c2/run\.trec\.gz: run file not found"):
         read_cell_tops(tmp_path, "c2", 10)
 
 
