@@ -287,3 +287,16 @@ def test_top_and_keep_take_the_rows_the_lists_would(seed, k):
     odd = np.array([doc in ODD_IDS for doc in columnar.doc_ids[columnar.docs].tolist()])
     kept = {qid: [pair for pair in trec_order(ranking) if pair[0] not in ODD_IDS] for qid, ranking in run.items()}
     assert columnar.keep(~odd).to_dict() == kept
+
+
+@pytest.mark.parametrize("window", [1, 2, 3, 5, 64])
+def test_an_empty_field_is_found_wherever_the_scan_windows_fall(monkeypatch, window):
+    from zerda_eval.store import run_dir
+
+    monkeypatch.setattr(run_dir, "SCAN_BYTES", window)
+    clean = "q1 Q0 d1 1 2.5 t\nq1 Q0 d2 2 1.5 t\n"
+    assert not run_dir._empty_field(clean.encode())
+    for at in range(len(clean) + 1):  # a space inserted anywhere, by the plain definition of an empty field
+        text = clean[:at] + " " + clean[at:]
+        by_definition = "  " in text or " \n" in text or "\n " in text or text[0] == " " or text[-1] == " "
+        assert run_dir._empty_field(text.encode()) == by_definition, (at, text)
