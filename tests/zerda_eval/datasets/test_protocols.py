@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from zerda_eval.datasets import load_collection
 from zerda_eval.columnar import from_run
+from zerda_eval.datasets import load_collection
 from zerda_eval.datasets.protocols import drop_self_hits
 from zerda_eval.errors import ConfigError
 
