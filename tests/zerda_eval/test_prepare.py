@@ -31,6 +31,11 @@ params = { engine = "fast" }
 name = "dense"
 family = "pipeline.dense"
 params = { embedder = "e5-small", precision = "int8" }
+
+[[fusions]]
+name = "rrf"
+inputs = ["bm25", "dense"]
+method = "rrf"
 """
 
 
@@ -61,4 +66,4 @@ def test_after_prepare_a_cold_run_compiles_and_exports_nothing(tmp_path):
     compiled = [line for line in (ran.stdout + ran.stderr).splitlines() if "data saved" in line]
     assert compiled == []  # every kernel the run called was in numba's cache already
     assert sorted(path.name for path in models.iterdir()) == exports  # and every model file stored
-    assert "xquad/ar" in ran.stdout and "dense" in ran.stdout
+    assert "xquad/ar" in ran.stdout and "dense" in ran.stdout and "rrf" in ran.stdout  # the fusion kernel too

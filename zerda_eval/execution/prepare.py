@@ -5,9 +5,10 @@
   onnx_export``: e5-small's int8 file, minilm's), and one query encoded (the tokenizer's compiled kernels);
 - the numba kernels the harness runs, compiled into numba's cache: BM25 (``SparseBM25`` fitted, saved and
   memory-mapped as the index store serves it, both traversals, one query per call as the grid times them,
-  one- and two-byte document lengths: the widths ``fit`` picks for real corpora) and the measure kernel. A
-  kernel called another way (a batch of queries, two-byte term frequencies, an index in memory through the
-  Python API) still compiles in the run, once per machine.
+  one- and two-byte document lengths: the widths ``fit`` picks for real corpora), the measure kernel and
+  the fusion kernels (a fusion cell's query a call, a whole run at once). A kernel called another way (a
+  batch of queries, two-byte term frequencies, an index in memory through the Python API) still compiles
+  in the run, once per machine.
 
 Nothing goes into the experiment's run directory or ``cache_dir``: the run that follows is still a cold run
 (no vector, index or cell stored), it only finds the models installed and the kernels compiled, as every
@@ -45,7 +46,7 @@ def prepare(cells: Sequence[CellSpec], say: Callable[[str], None] = print) -> di
         _load_model(name, kwargs)
     seconds["models"] = time.perf_counter() - since
     since = time.perf_counter()
-    say("compiling the numba kernels (BM25, measures)")
+    say("compiling the numba kernels (BM25, measures, fusion)")
     compile_kernels()
     seconds["kernels"] = time.perf_counter() - since
     return seconds
@@ -69,7 +70,9 @@ def _load_model(name: str, kwargs: dict) -> None:
 def compile_kernels() -> None:
     """Runs each numba kernel once on toy inputs, so that numba compiles it into its cache now."""
     from retrieval.core.bm25_fast import TRAVERSALS, SparseBM25
+    from zerda_eval.columnar import from_run
     from zerda_eval.evaluation.measures import evaluate_run
+    from zerda_eval.fusion.columns import QueryFusion
 
     with tempfile.TemporaryDirectory(prefix="zerda-prepare-") as folder:
         for name, corpus in (("short", SHORT), ("long", LONG)):
@@ -81,3 +84,7 @@ def compile_kernels() -> None:
                 for query in QUERIES:
                     index.top_k_batch([query], 2)
     evaluate_run({"q": [("d1", 2.0), ("d2", 1.0)]}, {"q": {"d1": 1, "d3": 0}}, ["ndcg@10", "map@100", "recall@100"])
+    runs = [from_run({"q": [("d1", 2.0), ("d2", 1.0)]}), from_run({"q": [("d2", 3.0), ("d3", 1.0)]})]
+    fusion = QueryFusion("rrf", runs)
+    fusion.fuse("q")
+    fusion.fuse_all()
