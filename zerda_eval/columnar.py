@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from zerda_eval.errors import DataFormatError
-from zerda_eval.ranking import Ranking, Run, check_duplicates_policy, ranked_arrays
+from zerda_eval.ranking import Ranking, Run, check_duplicates_policy, ranked_arrays, trec_scores
 
 DOC_TABLE = np.dtypes.StringDType()  # doc ids: variable-width UTF-8, sorted by code point (= UTF-8 bytes)
 KEY_BYTES = 16  # doc ids up to this long are sorted as integer keys (``sorted_distinct``)
@@ -214,15 +214,16 @@ def from_columns(
 
 
 def _tie_break_order(queries: np.ndarray, docs: np.ndarray, scores: np.ndarray) -> np.ndarray | None:
-    """The permutation that groups rows by query in order, each query's in ``TIE_BREAK`` order; None when
-    they are already. Rows grouped and by score already (as most run files are) only have their runs of
-    tied rows sorted, by doc index descending; anything else is one ``lexsort``."""
+    """The permutation that groups rows by query in order, each query's in ``TIE_BREAK`` order (scores as
+    ``ranking.trec_scores``); None when they are already. Rows grouped and by score already (as most run files
+    are) only have their runs of tied rows sorted, by doc index descending; anything else is one ``lexsort``."""
     if queries.size < 2:
         return None
+    keys = trec_scores(scores)
     same = queries[1:] == queries[:-1]
-    if not (same | (queries[1:] > queries[:-1])).all() or not ((scores[:-1] >= scores[1:]) | ~same).all():
-        return np.lexsort((-docs.astype(np.int64), -scores, queries))
-    tied = same & (scores[:-1] == scores[1:])
+    if not (same | (queries[1:] > queries[:-1])).all() or not ((keys[:-1] >= keys[1:]) | ~same).all():
+        return np.lexsort((-docs.astype(np.int64), -keys, queries))
+    tied = same & (keys[:-1] == keys[1:])
     if not (tied & (docs[:-1] < docs[1:])).any():
         return None
     member = np.zeros(queries.size, dtype=bool)  # rows in a run of equal scores

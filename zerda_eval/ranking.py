@@ -4,10 +4,13 @@ A ranking is ``[(doc_id, score), ...]`` best first; a run is ``{query_id: rankin
 harness ranks, writes, fuses or evaluates is put in ONE order first (``TIE_BREAK``): score descending,
 then doc id DESCENDING compared as UTF-8 bytes, the order trec_eval's ``comp_sim_docno`` sorts by
 (``strcmp(docno2, docno1)``), so a cell's ``run.trec.gz`` given to trec_eval (or pytrec_eval, ir_measures)
-gives the cell's numbers. UTF-8 byte order is code point order, but ``doc_key`` compares the bytes
-as trec_eval does, so nothing rests on that. A container's order (a dict's keys, a file's lines) is
-never a rank. A document listed twice in one ranking is an error unless a ``duplicates`` policy says
-which copy counts (``"max"``: its best score; ``"first"``: its first copy as given).
+gives the cell's numbers. Scores are compared as trec_eval holds them, in a C ``float``
+(``TEXT_RESULTS.sim``, ``trec_format.h``): two scores that round to one float32 tie and go by doc id
+(``trec_scores``); each keeps its float64 value, written and fused as it is. UTF-8 byte order is code
+point order, but ``doc_key`` compares the bytes as trec_eval does, so nothing rests on that. A
+container's order (a dict's keys, a file's lines) is never a rank. A document listed twice in one
+ranking is an error unless a ``duplicates`` policy says which copy counts (``"max"``: its best score;
+``"first"``: its first copy as given).
 """
 
 from __future__ import annotations
@@ -20,11 +23,18 @@ import numpy as np
 
 from zerda_eval.errors import ConfigError, RunError
 
-TIE_BREAK = "score desc, doc_id desc (UTF-8 bytes, trec_eval's strcmp)"
+TIE_BREAK = "score desc (as a float32, trec_eval's float sim), doc_id desc (UTF-8 bytes, trec_eval's strcmp)"
 DUPLICATE_POLICIES = ("max", "first")  # which copy of a doc listed twice counts; None: the run is refused
 
 Ranking = list[tuple[str, float]]
 Run = dict[str, Ranking]
+
+
+def trec_scores(scores: np.ndarray) -> np.ndarray:
+    """``scores`` as trec_eval compares them: rounded to float32 (it holds a score in a C ``float``), returned
+    as float64 (exactly), the sort key of ``TIE_BREAK``; beyond float32's range, infinite, as in trec_eval."""
+    with np.errstate(over="ignore"):
+        return np.asarray(scores, dtype=np.float64).astype(np.float32).astype(np.float64)
 
 
 def doc_key(doc_id: str) -> bytes:
@@ -65,8 +75,8 @@ def ranked_arrays(
 ) -> tuple[list[str], np.ndarray]:
     """``tie_break`` as doc ids and float64 scores, with no per-document Python work where it can be avoided.
 
-    A ranking already strictly decreasing (as the runner hands it over) is kept as it is; otherwise one
-    numeric sort, and doc ids are compared only where scores tie.
+    A ranking already strictly decreasing (``trec_scores``; as the runner hands it over) is kept as it is;
+    otherwise one numeric sort, and doc ids are compared only where scores tie.
     """
     if not results:
         return [], np.array([], dtype=np.float64)
@@ -81,15 +91,17 @@ def ranked_arrays(
     if len(set(ranked)) < len(ranked):
         keep = _kept_copies(ranked, scores, duplicates, location)
         ranked, scores = [ranked[i] for i in keep], scores[keep]
-    if not (np.diff(scores) < 0).all():
-        order = np.argsort(-scores, kind="stable")
-        ranked, scores = [ranked[i] for i in order.tolist()], scores[order]
-        tied = np.flatnonzero(np.diff(scores) == 0)  # ranked[i] and ranked[i + 1] tie
+    keys = trec_scores(scores)
+    if not (np.diff(keys) < 0).all():
+        order = np.argsort(-keys, kind="stable")
+        ranked, scores, keys = [ranked[i] for i in order.tolist()], scores[order], keys[order]
+        tied = np.flatnonzero(np.diff(keys) == 0)  # ranked[i] and ranked[i + 1] tie
         if tied.size:  # each maximal run of equal scores: doc id descending (bytes) decides
             breaks = np.diff(tied) > 1
             starts, stops = tied[np.r_[True, breaks]], tied[np.r_[breaks, True]] + 2
             for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
-                ranked[start:stop] = sorted(ranked[start:stop], key=doc_key, reverse=True)
+                by_id = sorted(range(start, stop), key=lambda i: doc_key(ranked[i]), reverse=True)
+                ranked[start:stop], scores[start:stop] = [ranked[i] for i in by_id], scores[by_id]
     return ranked, scores
 
 
@@ -123,9 +135,10 @@ def top_doc_ids(rankings: Sequence[Sequence[tuple[str, float]]], depth: int) -> 
     ends = np.cumsum(lengths)
     scores = np.fromiter(chain.from_iterable(map(itemgetter(1), r) for r in rankings), np.float64, int(ends[-1]))
     starts = ends - lengths
+    keys = trec_scores(scores)
     ordered = np.ones(scores.size, dtype=bool)  # per position: finite, and before the next doc in TIE_BREAK order
-    ordered[:-1] = scores[:-1] > scores[1:]
-    tied = np.flatnonzero(scores[:-1] == scores[1:])
+    ordered[:-1] = keys[:-1] > keys[1:]
+    tied = np.flatnonzero(keys[:-1] == keys[1:])
     doc_ids = list(chain.from_iterable(map(itemgetter(0), r) for r in rankings))
     if tied.size:  # equal scores: the greater doc id (bytes) must come first
         ordered[tied] = [doc_key(doc_ids[i]) > doc_key(doc_ids[i + 1]) for i in tied.tolist()]

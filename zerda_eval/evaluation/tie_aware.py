@@ -65,7 +65,7 @@ from zerda_eval.evaluation.measures import (
     grades_table,
     parse_measure,
 )
-from zerda_eval.ranking import Run, ranked_arrays
+from zerda_eval.ranking import Run, ranked_arrays, trec_scores
 
 EXPECTED, LOW, HIGH = "expected", "min", "max"
 BOUNDS = (EXPECTED, LOW, HIGH)
@@ -193,7 +193,8 @@ def _ties(grades: np.ndarray, scores: np.ndarray, offsets: np.ndarray) -> _Ties:
     lengths = np.diff(offsets)
     query = np.repeat(np.arange(lengths.size), lengths)
     starts_group = np.ones(total, dtype=bool)
-    starts_group[1:] = (scores[1:] != scores[:-1]) | (query[1:] != query[:-1])
+    keys = trec_scores(scores)  # a tie is trec_eval's: equal as float32
+    starts_group[1:] = (keys[1:] != keys[:-1]) | (query[1:] != query[:-1])
     group = np.cumsum(starts_group) - 1
     starts = np.flatnonzero(starts_group)
     position = np.arange(total)

@@ -149,11 +149,12 @@ def _fuse_one(
                 fused[j] += bonus * rrf[j] / top if top > 0 else 0.0
     else:
         fused = rrf
-    order = _by_score_descending(fused)  # then each run of equal scores by doc index descending
+    key = fused.astype(np.float32).astype(np.float64)  # ``ranking.trec_scores``: compared as trec_eval's floats
+    order = _by_score_descending(key)  # then each run of equal keys by doc index descending
     first = 0
     while first < n_local:
         last = first + 1
-        while last < n_local and fused[order[last]] == fused[order[first]]:
+        while last < n_local and key[order[last]] == key[order[first]]:
             last += 1
         if last - first > _SMALL_TIE:
             tied = order[first:last]
