@@ -144,3 +144,14 @@ measures = {measures}
 def trec_dataset(name: str, folder: Path) -> str:
     """A ``[[datasets]]`` entry for a toy TREC folder written by ``write_trec_folder``."""
     return f'\n[[datasets]]\nname = "{name}"\npath = "{folder}"\nformat = "trec"\n'
+
+
+def trec_order(ranking) -> list[tuple[str, float]]:
+    """trec_eval's order by its plain definition (``trec_format.h``, ``comp_sim_docno``): each score held in
+    a C ``float``, descending, then doc id descending by bytes (``strcmp``), by two stable sorts.
+    ``ranking``: (doc_id, score) pairs, or a ``{doc_id: score}`` dict."""
+    import numpy as np
+
+    pairs = list(ranking.items()) if isinstance(ranking, dict) else list(ranking)
+    by_id = sorted(pairs, key=lambda pair: pair[0].encode("utf-8"), reverse=True)
+    return sorted(by_id, key=lambda pair: -np.float32(pair[1]))

@@ -11,6 +11,7 @@ import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import trec_order
 from zerda_eval.errors import RunError
 from zerda_eval.evaluation.measures import aggregate_values, evaluate_run
 from zerda_eval.ranking import tie_break
@@ -93,14 +94,14 @@ def test_a_perfect_run_scores_one(qrels, noise):
     duplicates=st.sampled_from(["max", "first"]),
 )
 def test_tie_break_equals_the_plain_definition(hits, duplicates):
-    """Score descending, then doc id descending by UTF-8 bytes (two stable sorts); a doc listed twice keeps
-    its best score (``max``) or its first copy (``first``), and is an error without a policy."""
+    """Score descending (as trec_eval holds it, a C float), then doc id descending by UTF-8 bytes (two stable
+    sorts: ``tests.conftest.trec_order``); a doc listed twice keeps its best score (``max``) or its first copy
+    (``first``), and is an error without a policy."""
     kept: dict[str, float] = {}
     for doc, score in hits:
         if doc not in kept or (duplicates == "max" and score > kept[doc]):
             kept[doc] = score
-    by_id = sorted(kept.items(), key=lambda item: item[0].encode("utf-8"), reverse=True)
-    expected = sorted(by_id, key=lambda item: -item[1])
+    expected = trec_order(kept)
     assert tie_break(hits, duplicates) == expected
     if len(kept) < len(hits):
         with pytest.raises(RunError, match=r"is listed [0-9]+ times"):

@@ -116,6 +116,6 @@ def test_the_recorded_order_is_trec_evals():
     assert (
         cell.config["conventions"]["tie_break"]
         == TIE_BREAK
-        == "score desc, doc_id desc (UTF-8 bytes, trec_eval's strcmp)"
+        == "score desc (as a float32, trec_eval's float sim), doc_id desc (UTF-8 bytes, trec_eval's strcmp)"
     )
     assert cell.config["seed"] == 0

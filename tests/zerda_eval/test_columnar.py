@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.conftest import trec_order
 from zerda_eval.columnar import DOC_TABLE, ColumnarRun, RunBuilder, assemble, from_run, gather, on_one_table
 from zerda_eval.errors import DataFormatError, RunError
 from zerda_eval.ranking import doc_key, order_run
@@ -27,11 +28,6 @@ def random_run(seed: int, n_queries: int = 30) -> dict[str, list[tuple[str, floa
         docs = rng.choice(len(ids), size=size, replace=False).tolist()
         run[f"q{q}"] = [(ids[d], float(rng.integers(0, 5)) / 4 - 0.5) for d in docs]
     return run
-
-
-def trec_order(ranking: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """trec_eval's order by its plain definition: score descending, then doc id descending by bytes."""
-    return sorted(sorted(ranking, key=lambda pair: doc_key(pair[0]), reverse=True), key=lambda pair: -pair[1])
 
 
 @pytest.mark.parametrize("seed", range(5))

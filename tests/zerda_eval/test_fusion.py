@@ -8,6 +8,7 @@ import pytest
 from retrieval.zerda.config import ContextEngineConfig, RetrieverConfig
 from retrieval.zerda.models import DocumentChunk
 from retrieval.zerda.retriever import HybridRetriever, KeywordRetriever, VectorRetriever
+from tests.conftest import trec_order
 from zerda_eval.errors import ConfigError, RunError
 from zerda_eval.fusion import FUSION_METHODS, fuse_runs, resolve_fusion_params
 
@@ -281,12 +282,6 @@ RANK_METHODS = {
     "combmnz": {},
     "wsum": {"weights": [0.3, 0.7]},
 }
-
-
-def trec_order(scored: dict[str, float]) -> list[tuple[str, float]]:
-    """trec_eval's order by its plain definition: score descending, then doc id descending by bytes."""
-    by_id = sorted(scored.items(), key=lambda item: item[0].encode("utf-8"), reverse=True)
-    return sorted(by_id, key=lambda item: -item[1])
 
 
 def tied_runs(seed: int, n_runs: int = 2) -> list[dict[str, dict[str, float]]]:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.zerda_eval.test_columnar import ODD_IDS, trec_order
+from tests.conftest import trec_order
+from tests.zerda_eval.test_columnar import ODD_IDS
 from zerda_eval.columnar import from_run
 from zerda_eval.errors import ConfigError, RunError
 from zerda_eval.fusion import FUSION_METHODS

@@ -23,6 +23,7 @@ import pandas as pd
 import pytest
 
 from retrieval.core import BM25Index, tokenize
+from tests.conftest import trec_order
 from zerda_eval.fusion.methods import fuse_runs
 from zerda_eval.store.run_dir import RUN_FILE, RUN_TAG  # the grid's run file and tag (a label may hold spaces)
 
@@ -98,12 +99,6 @@ def bm25_run(docs: dict[str, str], queries: dict[str, str], analyze: Callable, k
         top = max((s for _, s in hits), default=0.0) or 1.0
         run[qid] = [(doc_ids[i], s / top) for i, s in hits if s > 0]
     return run, index_time, latencies
-
-
-def trec_order(ranking: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """Score descending, then doc id descending by bytes (trec_eval's order), by two stable sorts."""
-    by_id = sorted(ranking, key=lambda p: p[0].encode("utf-8"), reverse=True)
-    return sorted(by_id, key=lambda p: -p[1])
 
 
 def evaluate(run: RunDict, qrels: dict[str, dict[str, int]]) -> dict[str, dict[str, float]]:
